@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Idempotent setup: everything the demo and the test suite need, pinned.
+# Re-running it on a machine that already has everything takes a few seconds.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+step() { printf '[setup %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+
+apt_pkgs=(prometheus prometheus-alertmanager)
+[ "${SETUP_BROWSER:-1}" = 1 ] && apt_pkgs+=(chromium)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  step "apt-get install ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  # The Debian prometheus packages start system services on install; we only want the binaries.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  for svc in prometheus prometheus-alertmanager prometheus-node-exporter; do
+    $SUDO systemctl stop "$svc" >/dev/null 2>&1 || true
+    $SUDO pkill -f "^/usr/bin/$svc" >/dev/null 2>&1 || true
+  done
+fi
+
+make_venv() { # name requirements-file
+  local dir=".venv/$1" req="$2" stamp
+  stamp="$dir/.req-$(sha1sum "$req" | cut -c1-12)"
+  [ -f "$stamp" ] && return 0
+  step "python venv $dir from $req (first time: a few minutes)"
+  rm -rf "$dir"
+  "$PY" -m venv "$dir"
+  "$dir/bin/pip" install -q --disable-pip-version-check -r "$req"
+  touch "$stamp"
+}
+# Hypha and Ray pin conflicting web frameworks; each gets its own venv.
+make_venv ray scripts/requirements-ray.txt &
+p1=$!
+make_venv hypha scripts/requirements-hypha.txt &
+p2=$!
+make_venv s3 scripts/requirements-s3.txt &
+p3=$!
+wait $p1; wait $p2; wait $p3
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  step "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+step "build"
+npx tsc -p tsconfig.json
+step "ready"

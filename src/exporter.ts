@@ -1,0 +1,114 @@
+import type { Registry } from 'prom-client';
+import { Config, ConfigError, loadConfig } from './config/load';
+import type { Logger } from './log';
+import { MetricsRenderer } from './metrics/renderer';
+import type { MetricsSection } from './metrics/section';
+import { SnapshotStore } from './snapshot/store';
+import type { Source } from './sources/poller';
+import { DesiredSource, planRaySources, SourcePlanner } from './sources/registry';
+import { errorMessage } from './util/errors';
+
+export interface ExporterOptions {
+  configFile: string;
+  log: Logger;
+  env?: NodeJS.ProcessEnv;
+  /** Additional source planners and metric sections (Hypha, watched services). */
+  planners?: SourcePlanner[];
+  sections?: ((r: Registry) => MetricsSection)[];
+}
+
+export interface ReloadResult {
+  ok: boolean;
+  error?: string;
+}
+
+/**
+ * Owns the running configuration, the sources it asks for, and the snapshot
+ * they write. A reload that fails validation keeps everything as it was.
+ */
+export class Exporter {
+  readonly store = new SnapshotStore();
+  readonly metrics: MetricsRenderer;
+  #config: Config | undefined;
+  readonly #sources = new Map<string, { fingerprint: string; source: Source }>();
+  readonly #planners: SourcePlanner[];
+  #firstCycle: Promise<unknown> = Promise.resolve();
+  #ready = false;
+
+  constructor(private readonly opts: ExporterOptions) {
+    this.metrics = new MetricsRenderer(this.store, opts.sections ?? []);
+    this.#planners = [planRaySources, ...(opts.planners ?? [])];
+  }
+
+  get config(): Config | undefined {
+    return this.#config;
+  }
+
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  /** First load: a bad config throws ConfigError (the CLI exits 2). */
+  start(): void {
+    const cfg = loadConfig(this.opts.configFile, this.opts.env);
+    this.#apply(cfg);
+    this.metrics.exporter.recordReload(true, Date.now() / 1000);
+    this.opts.log.info({ file: cfg.file, ray_clusters: cfg.rayClusters.length }, 'configuration loaded');
+  }
+
+  reload(): ReloadResult {
+    try {
+      const cfg = loadConfig(this.opts.configFile, this.opts.env);
+      this.#apply(cfg);
+      this.metrics.exporter.recordReload(true, Date.now() / 1000);
+      this.opts.log.info({ file: cfg.file }, 'configuration reloaded');
+      return { ok: true };
+    } catch (e) {
+      this.metrics.exporter.recordReload(false, Date.now() / 1000);
+      const error = e instanceof ConfigError ? e.message : errorMessage(e);
+      this.opts.log.error({ error }, 'configuration reload failed; keeping the previous configuration');
+      return { ok: false, error };
+    }
+  }
+
+  /** Waits for the first sampling cycle of every source (tests, readiness). */
+  async settled(): Promise<void> {
+    await this.#firstCycle;
+  }
+
+  /** Runs one cycle of every source now and waits for it. */
+  async sampleAll(): Promise<void> {
+    await Promise.all([...this.#sources.values()].map((s) => s.source.sampleNow()));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.#sources.values()].map((s) => s.source.stop()));
+    this.#sources.clear();
+  }
+
+  #apply(cfg: Config): void {
+    const desired: DesiredSource[] = this.#planners.flatMap((p) => p(cfg, this.store, this.opts.log));
+    const keep = new Set(desired.map((d) => d.key));
+    const started: Source[] = [];
+    for (const [key, s] of this.#sources) {
+      if (!keep.has(key)) {
+        const gone = s.source;
+        void gone.stop().then(() => gone.forget());
+        this.#sources.delete(key);
+      }
+    }
+    for (const d of desired) {
+      const cur = this.#sources.get(d.key);
+      if (cur && cur.fingerprint === d.fingerprint) continue;
+      if (cur) void cur.source.stop();
+      const source = d.create();
+      this.#sources.set(d.key, { fingerprint: d.fingerprint, source });
+      source.start();
+      started.push(source);
+    }
+    this.#config = cfg;
+    this.#firstCycle = Promise.all(started.map((s) => s.sampleNow())).then(() => {
+      this.#ready = true;
+    });
+  }
+}

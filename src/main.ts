@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+import type { Server } from 'node:http';
+import { FlagError, parseFlags, parseListenAddress, usage } from './cli/flags';
+import { ConfigError } from './config/load';
+import { Exporter } from './exporter';
+import { createLogger } from './log';
+import { createApp } from './server/app';
+import { extensions } from './extensions';
+import { VERSION, REVISION } from './version';
+
+function fail(message: string): never {
+  process.stderr.write(`hypha-serve-exporter: error: ${message}\n`);
+  process.exit(2);
+}
+
+async function main(): Promise<void> {
+  let flags;
+  try {
+    flags = parseFlags(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof FlagError) fail(`${e.message} (see --help)`);
+    throw e;
+  }
+  if (flags.help) {
+    process.stdout.write(usage());
+    return;
+  }
+  if (flags.version) {
+    process.stdout.write(`hypha-serve-exporter ${VERSION} (revision ${REVISION}, node ${process.version})\n`);
+    return;
+  }
+  const log = createLogger(flags.logLevel);
+  const exporter = new Exporter({ configFile: flags.configFile, log, ...extensions() });
+  try {
+    exporter.start();
+  } catch (e) {
+    if (e instanceof ConfigError) fail(e.message);
+    throw e;
+  }
+  const { host, port } = parseListenAddress(flags.listenAddress);
+  const app = createApp(exporter, log);
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(port, host ?? '::', () => resolve(s));
+    s.on('error', reject);
+  }).catch((e: Error) => fail(`cannot listen on ${flags.listenAddress}: ${e.message}`));
+  const addr = server.address();
+  log.info({ address: typeof addr === 'object' && addr ? `${addr.address}:${addr.port}` : String(addr), version: VERSION }, 'listening');
+
+  process.on('SIGHUP', () => {
+    log.info('SIGHUP received, reloading configuration');
+    exporter.reload();
+  });
+  let stopping = false;
+  const shutdown = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal: sig }, 'shutting down');
+    server.close();
+    server.closeAllConnections();
+    void exporter.stop().finally(() => process.exit(0));
+    setTimeout(() => process.exit(0), 5000).unref();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`hypha-serve-exporter: fatal: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});

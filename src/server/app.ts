@@ -1,0 +1,44 @@
+import express, { Express, Request, Response } from 'express';
+import type { Exporter } from '../exporter';
+import type { Logger } from '../log';
+import { VERSION } from '../version';
+import { landingPage } from './landing';
+
+/** HTTP endpoints. Nothing here waits on an upstream: all answers come from the snapshot. */
+export function createApp(exporter: Exporter, log: Logger): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.get('/metrics', async (_req: Request, res: Response) => {
+    try {
+      const body = await exporter.metrics.render();
+      res.set('Content-Type', exporter.metrics.contentType).send(body);
+    } catch (e) {
+      log.error({ error: (e as Error).message }, 'rendering /metrics failed');
+      res.status(500).type('text/plain').send('internal error rendering metrics\n');
+    }
+  });
+  app.get('/-/healthy', (_req, res) => {
+    res.type('text/plain').send('Healthy.\n');
+  });
+  app.get('/-/ready', (_req, res) => {
+    if (exporter.ready) res.type('text/plain').send('Ready.\n');
+    else res.status(503).type('text/plain').send('Not ready: first sample in progress.\n');
+  });
+  app.post('/-/reload', (_req, res) => {
+    const r = exporter.reload();
+    if (r.ok) res.type('text/plain').send('Reloaded.\n');
+    else res.status(500).type('text/plain').send(`Reload failed, previous configuration kept: ${r.error}\n`);
+  });
+  app.all('/-/reload', (_req, res) => {
+    res.status(405).set('Allow', 'POST').type('text/plain').send('Only POST is allowed.\n');
+  });
+  app.get('/', (_req, res) => {
+    res.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'").type('html').send(landingPage(VERSION));
+  });
+  app.use((_req, res) => {
+    res.status(404).type('text/plain').send('Not found.\n');
+  });
+  return app;
+}

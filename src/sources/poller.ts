@@ -1,0 +1,61 @@
+/**
+ * Runs one sampling function on a fixed interval in the background, never
+ * overlapping itself: a slow upstream delays the next cycle instead of piling
+ * up requests. The sample function must bound its own duration (timeouts).
+ */
+export class Poller {
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(
+    private readonly intervalMs: number,
+    private readonly sample: () => Promise<void>,
+    private readonly onError: (e: unknown) => void,
+  ) {}
+
+  start(): void {
+    this.#stopped = false;
+    this.#tick();
+  }
+
+  /** Runs a cycle now (if none is running) and resolves when it is done. */
+  async runOnce(): Promise<void> {
+    if (this.#running) return this.#running;
+    this.#running = this.sample()
+      .catch((e) => this.onError(e))
+      .finally(() => {
+        this.#running = undefined;
+      });
+    return this.#running;
+  }
+
+  #tick(): void {
+    if (this.#stopped) return;
+    const started = Date.now();
+    void this.runOnce().then(() => {
+      if (this.#stopped) return;
+      const wait = Math.max(0, this.intervalMs - (Date.now() - started));
+      this.#timer = setTimeout(() => this.#tick(), wait);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#running;
+  }
+}
+
+/** A background sampler of one upstream. */
+export interface Source {
+  readonly kind: string;
+  readonly target: string;
+  start(): void;
+  /** Stops sampling; data already published stays until forget(). */
+  stop(): Promise<void>;
+  /** Removes this source's data from the snapshot (the source was removed from the config). */
+  forget(): void;
+  /** One sampling cycle, awaited (tests, and the first cycle at startup). */
+  sampleNow(): Promise<void>;
+}

@@ -1,0 +1,142 @@
+import type { Logger } from '../../log';
+import type { RayClusterConfig } from '../../config/load';
+import { SnapshotStore } from '../../snapshot/store';
+import { newSourceHealth, RayClusterSample, SampleErrorReason, ServeProxy, SourceHealth } from '../../snapshot/types';
+import { errorMessage, ReasonedError } from '../../util/errors';
+import { scrub } from '../../util/secret';
+import { httpGet } from '../http-get';
+import { Poller, Source } from '../poller';
+import { parseServeInstance } from './parse';
+
+const HEALTHZ_MAX_BYTES = 4096;
+
+/** Samples one Ray cluster's Serve REST API (and its proxies' /-/healthz) in the background. */
+export class RayServeSource implements Source {
+  readonly kind = 'ray';
+  readonly #poller: Poller;
+  #health: SourceHealth;
+  #appsDroppedTotal = 0;
+  #malformedTotal = 0;
+  #stopped = false;
+
+  constructor(
+    private readonly cfg: RayClusterConfig,
+    private readonly store: SnapshotStore,
+    private readonly log: Logger,
+  ) {
+    this.#health = newSourceHealth('ray', cfg.name);
+    this.#poller = new Poller(cfg.intervalMs, () => this.#sample(), (e) => this.log.error({ err: errorMessage(e) }, 'ray sampler bug'));
+  }
+
+  get target(): string {
+    return this.cfg.name;
+  }
+
+  start(): void {
+    this.#publish(undefined);
+    this.#poller.start();
+  }
+
+  async stop(): Promise<void> {
+    // Set before awaiting: a sample still in flight must not overwrite its successor's data.
+    this.#stopped = true;
+    await this.#poller.stop();
+  }
+
+  forget(): void {
+    this.store.removeRayCluster(this.cfg.name);
+  }
+
+  sampleNow(): Promise<void> {
+    return this.#poller.runOnce();
+  }
+
+  async #sample(): Promise<void> {
+    const started = performance.now();
+    const url = `${this.cfg.dashboardUrl}/api/serve/applications/`;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.cfg.token) headers.authorization = `Bearer ${this.cfg.token.reveal()}`;
+    try {
+      const res = await httpGet(url, { timeoutMs: this.cfg.timeoutMs, maxBytes: this.cfg.maxResponseBytes, headers });
+      if (res.status === 401 || res.status === 403) throw new ReasonedError<SampleErrorReason>('auth', `HTTP ${res.status} from the Serve API`);
+      if (res.status !== 200) {
+        throw new ReasonedError<SampleErrorReason>('http_status', `HTTP ${res.status} from the Serve API: ${res.body.slice(0, 200)}`);
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(res.body);
+      } catch (e) {
+        throw new ReasonedError<SampleErrorReason>('bad_json', `invalid JSON from the Serve API: ${errorMessage(e)}`);
+      }
+      const parsed = parseServeInstance(json);
+      if (parsed.malformed.length > 0) {
+        this.#malformedTotal += parsed.malformed.length;
+        this.#health.errors.schema += 1;
+        this.log.warn({ cluster: this.cfg.name, skipped: parsed.malformed.slice(0, 5) }, 'skipped malformed entries in the Serve API answer');
+      }
+      let apps = parsed.apps;
+      let dropped = 0;
+      if (apps.length > this.cfg.maxApps) {
+        // Keep a stable subset (by name) so series do not hop between apps from cycle to cycle.
+        apps = [...apps].sort((a, b) => (a.name < b.name ? -1 : 1)).slice(0, this.cfg.maxApps);
+        dropped = parsed.apps.length - apps.length;
+        this.#appsDroppedTotal += dropped;
+      }
+      const proxies = await this.#probeProxies(parsed.proxies, parsed.httpPort);
+      const wasUp = this.#health.up;
+      this.#health = {
+        ...this.#health,
+        up: true,
+        lastSuccessSeconds: Date.now() / 1000,
+        lastDurationSeconds: (performance.now() - started) / 1000,
+      };
+      if (!wasUp) this.log.info({ cluster: this.cfg.name, apps: apps.length }, 'ray source up');
+      this.#publish({ apps, proxies, appsDropped: dropped });
+    } catch (e) {
+      const reason: SampleErrorReason = e instanceof ReasonedError ? (e.reason as SampleErrorReason) : 'other';
+      const message = scrub(errorMessage(e), this.cfg.token ? [this.cfg.token] : []);
+      const wasUp = this.#health.up;
+      this.#health = {
+        ...this.#health,
+        up: false,
+        lastDurationSeconds: (performance.now() - started) / 1000,
+        errors: { ...this.#health.errors, [reason]: this.#health.errors[reason] + 1 },
+        lastError: message,
+        lastErrorSeconds: Date.now() / 1000,
+      };
+      if (wasUp || this.#health.lastSuccessSeconds === undefined) {
+        this.log.warn({ cluster: this.cfg.name, reason, error: message }, 'ray source down');
+      } else {
+        this.log.debug({ cluster: this.cfg.name, reason, error: message }, 'ray sample failed');
+      }
+      this.#publish(undefined);
+    }
+  }
+
+  async #probeProxies(proxies: ServeProxy[], httpPort: number | undefined): Promise<ServeProxy[]> {
+    if (!this.cfg.proxyProbe.enabled || httpPort === undefined) return proxies;
+    return Promise.all(
+      proxies.map(async (p): Promise<ServeProxy> => {
+        if (p.nodeIp === '') return p;
+        const host = p.nodeIp.includes(':') ? `[${p.nodeIp}]` : p.nodeIp;
+        try {
+          const r = await httpGet(`http://${host}:${httpPort}/-/healthz`, { timeoutMs: this.cfg.proxyProbe.timeoutMs, maxBytes: HEALTHZ_MAX_BYTES });
+          return { ...p, ready: r.status === 200, readyDetail: `HTTP ${r.status}: ${r.body.trim().slice(0, 100)}` };
+        } catch (e) {
+          return { ...p, ready: false, readyDetail: errorMessage(e) };
+        }
+      }),
+    );
+  }
+
+  #publish(state: RayClusterSample['state']): void {
+    if (this.#stopped) return;
+    this.store.setRayCluster({
+      cluster: this.cfg.name,
+      health: this.#health,
+      state,
+      appsDroppedTotal: this.#appsDroppedTotal,
+      malformedTotal: this.#malformedTotal,
+    });
+  }
+}

@@ -1,0 +1,105 @@
+import { spawn, ChildProcess, SpawnOptions } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * A child process started in its own process group, with output teed to a log
+ * file, that is ended by PID (the whole group) on stop() and at test-process exit.
+ */
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  pid: number;
+  logFile: string;
+  /** Resolves with the exit code (or signal) once the process has exited. */
+  exited: Promise<number | string>;
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
+  /** Everything written to stdout/stderr so far. */
+  output(): string;
+}
+
+const live = new Set<Proc>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  const killAll = () => {
+    for (const p of live) {
+      try { process.kill(-p.pid, 'SIGKILL'); } catch { /* already gone */ }
+    }
+  };
+  process.on('exit', killAll);
+}
+
+export function artifactsDir(): string {
+  const d = path.join(repoRoot(), "test-artifacts");
+  fs.mkdirSync(d, { recursive: true });
+  return d;
+}
+
+export function startProc(name: string, cmd: string, args: string[], opts: SpawnOptions = {}): Proc {
+  installExitHook();
+  const logFile = path.join(artifactsDir(), `${name}-${Date.now()}.log`);
+  const log = fs.createWriteStream(logFile);
+  const child = spawn(cmd, args, { ...opts, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.pid === undefined) throw new Error(`failed to start ${name}: ${cmd}`);
+  let buf = '';
+  const onData = (d: Buffer) => {
+    log.write(d);
+    if (buf.length < 4_000_000) buf += d.toString('utf8');
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, sig) => {
+      resolve(code ?? sig ?? 'unknown');
+    });
+  });
+  const pid = child.pid;
+  const proc: Proc = {
+    name, child, pid, logFile, exited,
+    output: () => buf,
+    async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) { live.delete(proc); return; }
+      try { process.kill(-pid, signal); } catch { /* gone */ }
+      const t = setTimeout(() => { try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ } }, graceMs);
+      await exited;
+      clearTimeout(t);
+      // Children that escaped the leader's exit still belong to the group.
+      try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ }
+      live.delete(proc);
+      log.end();
+    },
+  };
+  live.add(proc);
+  return proc;
+}
+
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs: number,
+  intervalMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      lastErr = e;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+export function repoRoot(): string {
+  let d = __dirname;
+  while (!fs.existsSync(path.join(d, 'package.json'))) d = path.dirname(d);
+  return d;
+}
