@@ -83,13 +83,15 @@ export function parseYamlConfig<T>(file: string, text: string, schema: ZodType<T
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
-    const pos = e.linePos?.[0];
-    throw new ConfigError(file, '', `YAML syntax: ${e.message.split('\n')[0]}`, pos?.line, pos?.col);
+    const pos = lc.linePos(e.pos[0]);
+    const what = e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+    throw new ConfigError(file, '', `YAML syntax: ${what}`, pos.line, pos.col);
   }
   const data: unknown = doc.toJS() ?? {};
   const result = schema.safeParse(data);
   if (!result.success) {
-    const issue = result.error.issues[0];
+    // A misspelt key usually also makes a required one "missing": report the misspelling.
+    const issue = result.error.issues.find((i) => i.code === 'unrecognized_keys') ?? result.error.issues[0];
     let path = issue.path;
     let keyOf: string | undefined;
     let problem = issue.message;

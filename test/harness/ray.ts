@@ -1,0 +1,514 @@
+/**
+ * A real single-node Ray cluster with Serve, for integration tests and fixture recording.
+ *
+ * `ray start --head --block` stays the parent of GCS, raylet, dashboard and agents, so its
+ * process group holds them. Ray workers (replicas, Serve controller/proxy) get their own
+ * process groups, so stop() also finds every process that still has a file open under the
+ * cluster's private temp dir and kills it by PID, then checks that none is left.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import YAML from 'yaml';
+import { freePorts } from './ports';
+import { Proc, repoRoot, startProc, waitFor } from './proc';
+
+const execFileP = promisify(execFile);
+
+export const RAY_APPS_DIR = path.join(repoRoot(), 'test', 'ray-apps');
+export const DEFAULT_RAY_BIN = path.join(repoRoot(), '.venv', 'ray', 'bin', 'ray');
+
+/** One application entry of a Serve declarative config (ServeApplicationSchema); open for Ray's many keys. */
+export interface ServeAppConfig {
+  name: string;
+  import_path: string;
+  route_prefix?: string | null;
+  deployments?: Array<{ name: string; [k: string]: unknown }>;
+  [k: string]: unknown;
+}
+
+/** The part of a ServeDeploySchema tests provide; the harness adds proxy_location and http_options. */
+export interface ServeDeployConfig {
+  applications: ServeAppConfig[];
+  [k: string]: unknown;
+}
+
+export interface ReplicaJson {
+  replica_id: string;
+  state: string;
+  pid?: number | null;
+  [k: string]: unknown;
+}
+
+export interface DeploymentJson {
+  name: string;
+  status: string;
+  status_trigger?: string;
+  message: string;
+  target_num_replicas?: number;
+  replicas: ReplicaJson[];
+  deployment_config: Record<string, unknown>;
+  [k: string]: unknown;
+}
+
+export interface AppJson {
+  name: string;
+  status: string;
+  message: string;
+  route_prefix: string | null;
+  deployments: Record<string, DeploymentJson>;
+  [k: string]: unknown;
+}
+
+/** GET /api/serve/applications/ body (ServeInstanceDetails), typed only as far as tests read it. */
+export interface ServeDetailsJson {
+  applications: Record<string, AppJson>;
+  proxies?: Record<string, { status: string; [k: string]: unknown }> | null;
+  controller_info?: Record<string, unknown>;
+  [k: string]: unknown;
+}
+
+export interface HttpReply {
+  status: number;
+  body: string;
+  contentType: string | null;
+}
+
+export interface RayStartOptions {
+  /** --num-cpus; default 2. Test replicas ask for 0.1 CPU each. */
+  numCpus?: number;
+  /** The `ray` CLI to run; default $RAY_BIN, else the repo's .venv/ray. */
+  rayBin?: string;
+  /** Default 100 MB; Ray's minimum is ~75 MB. */
+  objectStoreMemoryBytes?: number;
+  /** Until the Serve REST endpoint answers; default 90 s. */
+  startTimeoutMs?: number;
+  /** Extra environment for Ray (e.g. Serve tuning knobs). */
+  env?: Record<string, string>;
+}
+
+export interface RayCluster {
+  /** e.g. http://127.0.0.1:41234 (no trailing slash). The Serve REST API lives here. */
+  dashboardUrl: string;
+  /** Port of the head-node Serve HTTP proxy (fixed when Serve first starts, i.e. on first deploy). */
+  serveHttpPort: number;
+  /** http://127.0.0.1:<serveHttpPort> */
+  serveUrl: string;
+  headNodeIp: string;
+  /** e.g. "2.60.0", from GET /api/ray/version. */
+  rayVersion: string;
+  /** The private --temp-dir (removed by stop()). */
+  tempDir: string;
+  /** Wall time from spawning `ray start` until the Serve REST API answered 200. */
+  startMs: number;
+  /** The `ray start` process (its log file holds the CLI output). */
+  proc: Proc;
+
+  /** PUT the declarative config (YAML text or object) to /api/serve/applications/. Replaces all apps. */
+  deploy(config: string | ServeDeployConfig): Promise<void>;
+  /** Parsed GET /api/serve/applications/ (throws unless 200). */
+  getApplications(): Promise<ServeDetailsJson>;
+  /** Raw GET /api/serve/applications/ reply, whatever the status. */
+  getApplicationsRaw(): Promise<HttpReply>;
+  /** Poll until app `name` exists and `predicate` holds; returns that app's JSON. */
+  waitApp(name: string, predicate: (app: AppJson) => boolean, timeoutMs: number): Promise<AppJson>;
+  /** Poll until app `name` is no longer listed. */
+  waitAppGone(name: string, timeoutMs: number): Promise<void>;
+  /** Redeploy the last deployed config without app `name` (the REST API has no per-app delete). */
+  deleteApp(name: string): Promise<void>;
+  /** Deploy an empty application list: every app is deleted, Serve (controller, proxy) keeps running. */
+  deleteAllApps(): Promise<void>;
+  /** DELETE /api/serve/applications/: serve.shutdown(), controller and proxy go away. */
+  shutdownServe(): Promise<void>;
+  /** GET on the Serve HTTP proxy, e.g. request('/two-step?text=hi') or request('/-/healthz'). */
+  request(route: string, timeoutMs?: number): Promise<HttpReply>;
+  /** GET any dashboard path, e.g. '/api/ray/version'. */
+  dashboardGet(route: string): Promise<HttpReply>;
+  /** Kill only the dashboard (and its module subprocesses): the REST API goes down, Ray and Serve keep running. */
+  stopDashboard(): Promise<void>;
+  /** PIDs of live processes that belong to this cluster (hold files under tempDir or descend from `ray start`). */
+  sessionPids(): number[];
+  /** Tear everything down, verify nothing of this cluster survives (throws otherwise), remove tempDir. */
+  stop(): Promise<void>;
+}
+
+/** Load one or more YAML configs from test/ray-apps and concatenate their applications. */
+export function rayAppConfig(...files: string[]): ServeDeployConfig {
+  const applications: ServeAppConfig[] = [];
+  for (const f of files) {
+    const parsed = YAML.parse(fs.readFileSync(path.join(RAY_APPS_DIR, f), 'utf8')) as ServeDeployConfig;
+    applications.push(...parsed.applications);
+  }
+  return { applications };
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc scanning: which processes belong to a cluster
+
+interface ProcInfo {
+  pid: number;
+  ppid: number;
+  startTime: string;
+}
+
+function readProcInfo(pid: number): ProcInfo | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // comm (field 2) may contain spaces and parens; fields after the last ')' are fixed.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const state = rest[0];
+    if (state === 'Z' || state === 'X') return null;
+    return { pid, ppid: Number(rest[1]), startTime: rest[19] };
+  } catch {
+    return null;
+  }
+}
+
+function allPids(): number[] {
+  return fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+}
+
+function touchesDir(pid: number, dir: string): boolean {
+  try {
+    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (cmd.includes(dir)) return true;
+  } catch {
+    return false;
+  }
+  try {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith(dir)) return true;
+      } catch {
+        /* fd closed meanwhile */
+      }
+    }
+  } catch {
+    /* process gone or not ours */
+  }
+  return false;
+}
+
+/** Live processes that hold files under `dir` or descend from `rootPid`. */
+function clusterProcesses(rootPid: number, dir: string): ProcInfo[] {
+  const infos = new Map<number, ProcInfo>();
+  for (const pid of allPids()) {
+    if (pid === process.pid) continue;
+    const info = readProcInfo(pid);
+    if (info) infos.set(pid, info);
+  }
+  const mine = new Map<number, ProcInfo>();
+  const root = infos.get(rootPid);
+  if (root) mine.set(rootPid, root);
+  // Descendants of the CLI, to a fixed point (the map is unordered).
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const info of infos.values()) {
+      if (!mine.has(info.pid) && mine.has(info.ppid)) {
+        mine.set(info.pid, info);
+        grew = true;
+      }
+    }
+  }
+  for (const info of infos.values()) {
+    if (!mine.has(info.pid) && touchesDir(info.pid, dir)) mine.set(info.pid, info);
+  }
+  return [...mine.values()];
+}
+
+/** SIGKILL a process only if it is still the same process (PID not reused). */
+function killSame(info: ProcInfo): void {
+  const now = readProcInfo(info.pid);
+  if (!now || now.startTime !== info.startTime) return;
+  try {
+    process.kill(info.pid, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function httpGet(url: string, timeoutMs = 10_000): Promise<HttpReply> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  return { status: res.status, body: await res.text(), contentType: res.headers.get('content-type') };
+}
+
+const startFlagsCache = new Map<string, Set<string>>();
+
+/** The option names `ray start` accepts; they differ between releases (e.g. --dashboard-grpc-port). */
+async function rayStartFlags(rayBin: string): Promise<Set<string>> {
+  const cached = startFlagsCache.get(rayBin);
+  if (cached) return cached;
+  const { stdout } = await execFileP(rayBin, ['start', '--help'], {
+    env: { ...process.env, RAY_USAGE_STATS_ENABLED: '0' },
+    maxBuffer: 4 * 1024 * 1024,
+  });
+  const flags = new Set(stdout.match(/--[a-z0-9-]+/g) ?? []);
+  startFlagsCache.set(rayBin, flags);
+  return flags;
+}
+
+function stripAnsi(s: string): string {
+  return s.replace(/\x1b\[[0-9;]*m/g, '');
+}
+
+function toConfig(config: string | ServeDeployConfig): ServeDeployConfig {
+  const parsed = typeof config === 'string' ? (YAML.parse(config) as ServeDeployConfig) : config;
+  if (!parsed || !Array.isArray(parsed.applications)) throw new Error('Serve config needs an applications list');
+  return parsed;
+}
+
+export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> {
+  const rayBin = opts.rayBin ?? process.env.RAY_BIN ?? DEFAULT_RAY_BIN;
+  if (!fs.existsSync(rayBin)) throw new Error(`ray CLI not found at ${rayBin} (run scripts/setup.sh)`);
+  const flags = await rayStartFlags(rayBin);
+
+  // Ray puts unix sockets under --temp-dir and their paths must stay under ~107 bytes.
+  const tempDir = fs.mkdtempSync('/tmp/ray');
+  const named = [
+    '--port',
+    '--dashboard-port',
+    '--dashboard-agent-listen-port',
+    '--dashboard-agent-grpc-port',
+    '--node-manager-port',
+    '--object-manager-port',
+    '--ray-client-server-port',
+    '--runtime-env-agent-port',
+    '--metrics-export-port',
+    '--dashboard-grpc-port', // ≤ ~2.4x only
+  ].filter((f) => flags.has(f));
+  const WORKER_PORTS = 40;
+  // + dashboard and autoscaler Prometheus ports (env only) + Serve HTTP proxy port.
+  const ports = await freePorts(named.length + WORKER_PORTS + 3);
+  const portOf = new Map(named.map((f, i) => [f, ports[i]]));
+  let next = named.length;
+  const workerPorts = ports.slice(next, next + WORKER_PORTS);
+  next += WORKER_PORTS;
+  const [dashboardMetricPort, autoscalerMetricPort, serveHttpPort] = ports.slice(next);
+
+  const args = [
+    'start', '--head', '--block',
+    '--node-ip-address', '127.0.0.1',
+    '--dashboard-host', '127.0.0.1',
+    '--temp-dir', tempDir,
+    '--num-cpus', String(opts.numCpus ?? 2),
+    '--object-store-memory', String(opts.objectStoreMemoryBytes ?? 100_000_000),
+    '--disable-usage-stats',
+    '--worker-port-list', workerPorts.join(','),
+  ];
+  for (const [flag, port] of portOf) args.push(flag, String(port));
+
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('RAY_')) delete env[k];
+  Object.assign(env, {
+    RAY_USAGE_STATS_ENABLED: '0',
+    // With the multi-node switch off Ray keeps the node IP at 127.0.0.1 instead of replacing a
+    // loopback --node-ip-address with the machine's routable address.
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER: '0',
+    // Otherwise fixed ports 44227/44217, which collide between parallel clusters.
+    DASHBOARD_METRIC_PORT: String(dashboardMetricPort),
+    AUTOSCALER_METRIC_PORT: String(autoscalerMetricPort),
+    // SIGTERM would otherwise first ask the GCS to drain the node, for up to 30 s (2.5x+).
+    RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S: '0',
+    RAY_SERVE_HANDLE_AUTOSCALING_METRIC_PUSH_INTERVAL_S: '1',
+    RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S: '1',
+    PYTHONPATH: [RAY_APPS_DIR, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+    PYTHONDONTWRITEBYTECODE: '1',
+    ...opts.env,
+  });
+
+  const t0 = Date.now();
+  const proc = startProc('ray', rayBin, args, { env, cwd: RAY_APPS_DIR });
+  const dashboardUrl = `http://127.0.0.1:${portOf.get('--dashboard-port')}`;
+  const serveUrl = `http://127.0.0.1:${serveHttpPort}`;
+  let lastConfig: ServeDeployConfig = { applications: [] };
+
+  const sessionPids = () => clusterProcesses(proc.pid, tempDir).map((p) => p.pid);
+
+  const stop = async (): Promise<void> => {
+    // Only the CLI gets SIGTERM: it then stops its children in order; a group-wide signal
+    // kills the GCS first and leaves the others retrying against it.
+    try {
+      process.kill(proc.pid, 'SIGTERM');
+    } catch {
+      /* already gone */
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([proc.exited, new Promise((r) => { timer = setTimeout(r, 20_000); })]);
+    clearTimeout(timer);
+    const before = clusterProcesses(proc.pid, tempDir);
+    await proc.stop('SIGKILL', 1_000);
+    for (const p of before) killSame(p);
+    await waitFor(
+      `no process of the Ray cluster in ${tempDir} left`,
+      async () => {
+        const left = clusterProcesses(proc.pid, tempDir);
+        for (const p of left) killSame(p);
+        return left.length === 0;
+      },
+      15_000,
+      250,
+    );
+    fs.rmSync(tempDir, { recursive: true, force: true });
+  };
+
+  let startMs: number;
+  let rayVersion: string;
+  try {
+    await waitFor(
+      'Ray dashboard Serve REST API',
+      async () => {
+        if (proc.child.exitCode !== null) {
+          throw new Error(`ray start exited (${proc.child.exitCode}): ${stripAnsi(proc.output()).slice(-3000)}`);
+        }
+        return (await httpGet(`${dashboardUrl}/api/serve/applications/`, 3_000)).status === 200;
+      },
+      opts.startTimeoutMs ?? 90_000,
+      250,
+    );
+    startMs = Date.now() - t0;
+    const version = JSON.parse((await httpGet(`${dashboardUrl}/api/ray/version`)).body) as { ray_version: string };
+    rayVersion = version.ray_version;
+  } catch (e) {
+    await stop().catch(() => undefined);
+    throw e;
+  }
+  const ipMatch = /Local node IP:\s*(\S+)/.exec(stripAnsi(proc.output()));
+  const headNodeIp = ipMatch ? ipMatch[1] : '127.0.0.1';
+
+  const getApplicationsRaw = () => httpGet(`${dashboardUrl}/api/serve/applications/`);
+  const getApplications = async (): Promise<ServeDetailsJson> => {
+    const r = await getApplicationsRaw();
+    if (r.status !== 200) throw new Error(`GET /api/serve/applications/ -> ${r.status}: ${r.body.slice(0, 500)}`);
+    return JSON.parse(r.body) as ServeDetailsJson;
+  };
+
+  const deploy = async (config: string | ServeDeployConfig): Promise<void> => {
+    const cfg = toConfig(config);
+    const body = {
+      ...cfg,
+      proxy_location: 'HeadOnly',
+      http_options: { ...(cfg.http_options as object | undefined), host: '127.0.0.1', port: serveHttpPort },
+    };
+    const res = await fetch(`${dashboardUrl}/api/serve/applications/`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(120_000),
+    });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`PUT /api/serve/applications/ -> ${res.status}: ${text.slice(0, 2000)}`);
+    lastConfig = cfg;
+  };
+
+  const cluster: RayCluster = {
+    dashboardUrl,
+    serveHttpPort,
+    serveUrl,
+    headNodeIp,
+    rayVersion,
+    tempDir,
+    startMs,
+    proc,
+    deploy,
+    getApplications,
+    getApplicationsRaw,
+    async waitApp(name, predicate, timeoutMs) {
+      let last: AppJson | undefined;
+      try {
+        return await waitFor(
+          `Serve app ${name}`,
+          async () => {
+            last = (await getApplications()).applications[name];
+            return last && predicate(last) ? last : undefined;
+          },
+          timeoutMs,
+          500,
+        );
+      } catch (e) {
+        throw new Error(`${(e as Error).message}; last seen: ${JSON.stringify(summarizeApp(last))}`);
+      }
+    },
+    async waitAppGone(name, timeoutMs) {
+      await waitFor(`Serve app ${name} gone`, async () => !(name in (await getApplications()).applications), timeoutMs, 500);
+    },
+    async deleteApp(name) {
+      await deploy({ ...lastConfig, applications: lastConfig.applications.filter((a) => a.name !== name) });
+    },
+    async deleteAllApps() {
+      await deploy({ ...lastConfig, applications: [] });
+    },
+    async shutdownServe() {
+      const res = await fetch(`${dashboardUrl}/api/serve/applications/`, {
+        method: 'DELETE',
+        signal: AbortSignal.timeout(120_000),
+      });
+      if (res.status !== 200) throw new Error(`DELETE /api/serve/applications/ -> ${res.status}: ${await res.text()}`);
+      lastConfig = { applications: [] };
+    },
+    request: (route, timeoutMs = 60_000) => httpGet(`${serveUrl}${route}`, timeoutMs),
+    dashboardGet: (route) => httpGet(`${dashboardUrl}${route}`),
+    async stopDashboard() {
+      const dash = clusterProcesses(proc.pid, tempDir).find((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').includes('/ray/dashboard/dashboard.py');
+        } catch {
+          return false;
+        }
+      });
+      if (!dash) throw new Error('Ray dashboard process not found');
+      const all = clusterProcesses(proc.pid, tempDir);
+      const family = new Set([dash.pid]);
+      for (let grew = true; grew; ) {
+        grew = false;
+        for (const p of all) if (!family.has(p.pid) && family.has(p.ppid)) { family.add(p.pid); grew = true; }
+      }
+      // SIGTERM is an "expected" exit for `ray start --block`, which keeps the rest of the cluster
+      // running; any other exit code makes it tear everything down.
+      try {
+        process.kill(dash.pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+      await waitFor('dashboard to exit', async () => readProcInfo(dash.pid) === null, 15_000, 100);
+      for (const p of all) if (family.has(p.pid)) killSame(p);
+      await waitFor(
+        'dashboard port closed',
+        async () => {
+          try {
+            await httpGet(`${dashboardUrl}/api/ray/version`, 1_000);
+            return false;
+          } catch {
+            return true;
+          }
+        },
+        10_000,
+      );
+    },
+    sessionPids,
+    stop,
+  };
+  return cluster;
+}
+
+/** Compact status view for error messages and logs. */
+export function summarizeApp(app: AppJson | undefined): unknown {
+  if (!app) return null;
+  return {
+    status: app.status,
+    message: app.message?.slice(0, 300),
+    deployments: Object.fromEntries(
+      Object.values(app.deployments ?? {}).map((d) => [
+        d.name,
+        {
+          status: d.status,
+          trigger: d.status_trigger,
+          target: d.target_num_replicas,
+          replicas: (d.replicas ?? []).map((r) => r.state),
+        },
+      ]),
+    ),
+  };
+}
