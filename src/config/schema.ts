@@ -6,6 +6,7 @@ import { parseDuration } from '../util/duration';
 
 export const duration = z
   .string()
+  .regex(/^(\d+(\.\d+)?(ms|s|m|h|d))+$/, 'must be a duration such as 500ms, 15s, 1m')
   .refine((s) => {
     const ms = parseDuration(s);
     return ms !== undefined && ms > 0;
@@ -45,11 +46,11 @@ export const proxyProbeSchema = z.strictObject({
 });
 
 export const rayClusterSchema = z.strictObject({
-  name,
-  dashboard_url: httpUrl,
+  name: name.describe('Cluster name; the value of the `cluster` label.'),
+  dashboard_url: httpUrl.describe('Ray dashboard base URL (the Serve REST API is at /api/serve/applications/).'),
   ...credentialRef,
-  interval: duration.optional(),
-  timeout: duration.optional(),
+  interval: duration.optional().describe('Sampling interval (default: global.interval).'),
+  timeout: duration.optional().describe('Deadline of one Serve API request (default: global.timeout).'),
   /** Responses larger than this are refused (bounded memory). */
   max_response_bytes: z.number().int().positive().default(64 * 1024 * 1024),
   /** At most this many apps are exported per cluster; the rest are counted as dropped. */

@@ -8,6 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
@@ -230,10 +231,39 @@ function killSame(info: ProcInfo): void {
 
 // ---------------------------------------------------------------------------------------------
 
-async function httpGet(url: string, timeoutMs = 10_000): Promise<HttpReply> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-  return { status: res.status, body: await res.text(), contentType: res.headers.get('content-type') };
+/**
+ * node:http rather than fetch: undici always sends `Sec-Fetch-Mode`, and Ray's dashboard treats
+ * that as browser traffic and answers 405 to PUT/DELETE.
+ */
+function httpRequest(method: string, url: string, body?: string, timeoutMs = 10_000): Promise<HttpReply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method,
+        timeout: timeoutMs,
+        headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            contentType: res.headers['content-type'] ?? null,
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url} timed out after ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
 }
+
+const httpGet = (url: string, timeoutMs?: number) => httpRequest('GET', url, undefined, timeoutMs);
 
 const startFlagsCache = new Map<string, Set<string>>();
 
@@ -316,6 +346,8 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
     RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S: '1',
     PYTHONPATH: [RAY_APPS_DIR, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
     PYTHONDONTWRITEBYTECODE: '1',
+    // Python's own temp files (e.g. the dashboard's multiprocessing forkserver dir) then go away with tempDir.
+    TMPDIR: tempDir,
     ...opts.env,
   });
 
@@ -392,14 +424,8 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
       proxy_location: 'HeadOnly',
       http_options: { ...(cfg.http_options as object | undefined), host: '127.0.0.1', port: serveHttpPort },
     };
-    const res = await fetch(`${dashboardUrl}/api/serve/applications/`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(120_000),
-    });
-    const text = await res.text();
-    if (res.status !== 200) throw new Error(`PUT /api/serve/applications/ -> ${res.status}: ${text.slice(0, 2000)}`);
+    const res = await httpRequest('PUT', `${dashboardUrl}/api/serve/applications/`, JSON.stringify(body), 120_000);
+    if (res.status !== 200) throw new Error(`PUT /api/serve/applications/ -> ${res.status}: ${res.body.slice(0, 2000)}`);
     lastConfig = cfg;
   };
 
@@ -441,11 +467,8 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
       await deploy({ ...lastConfig, applications: [] });
     },
     async shutdownServe() {
-      const res = await fetch(`${dashboardUrl}/api/serve/applications/`, {
-        method: 'DELETE',
-        signal: AbortSignal.timeout(120_000),
-      });
-      if (res.status !== 200) throw new Error(`DELETE /api/serve/applications/ -> ${res.status}: ${await res.text()}`);
+      const res = await httpRequest('DELETE', `${dashboardUrl}/api/serve/applications/`, undefined, 120_000);
+      if (res.status !== 200) throw new Error(`DELETE /api/serve/applications/ -> ${res.status}: ${res.body.slice(0, 2000)}`);
       lastConfig = { applications: [] };
     },
     request: (route, timeoutMs = 60_000) => httpGet(`${serveUrl}${route}`, timeoutMs),

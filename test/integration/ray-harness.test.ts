@@ -1,6 +1,19 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import { promisify } from 'node:util';
 import { AppJson, RayCluster, rayAppConfig, startRay, summarizeApp } from '../harness/ray';
 
 jest.setTimeout(300_000);
+
+/** Zombies count as gone: they hold no resources, only an exit status for a parent to collect. */
+function isLive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
+  }
+}
 
 const workerOf = (app: AppJson) => app.deployments.Worker;
 
@@ -49,20 +62,20 @@ describe('real Ray Serve harness', () => {
     const awake = await cluster.waitApp('two-step', (a) => workerOf(a).replicas.length > 0, 30_000);
     expect(workerOf(awake).target_num_replicas).toBeGreaterThanOrEqual(1);
 
+    // Ray source down, Ray and Serve still up.
+    await cluster.stopDashboard();
+    await expect(cluster.getApplicationsRaw()).rejects.toThrow(/ECONNREFUSED/);
+    expect(await cluster.request('/two-step?text=still')).toMatchObject({ status: 200, body: 'STILL' });
+
     const pids = cluster.sessionPids();
-    expect(pids.length).toBeGreaterThan(3);
+    expect(pids.length).toBeGreaterThan(5);
     const t3 = Date.now();
     await cluster.stop();
     ray = undefined;
     console.log(`stop: ${Date.now() - t3} ms`);
-    const alive = pids.filter((pid) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    expect(alive).toEqual([]);
+    expect(pids.filter(isLive)).toEqual([]);
+    const { stdout } = await promisify(execFile)('ps', ['-eo', 'pid,stat,args']);
+    expect(stdout.split('\n').filter((l) => l.includes(cluster.tempDir))).toEqual([]);
+    expect(fs.existsSync(cluster.tempDir)).toBe(false);
   });
 });

@@ -1,0 +1,36 @@
+// `npm run bench`: measured figures, printed as a table and written into BENCHMARKS.md.
+import os from 'node:os';
+import path from 'node:path';
+import { serveScale } from './serve-scale';
+import { writeSection } from './stats';
+
+const f = (x: number) => x.toFixed(1);
+
+async function main(): Promise<void> {
+  const sizes = (process.env.BENCH_APPS ?? '100,1000,5000').split(',').map(Number);
+  const rows: string[] = [];
+  for (const n of sizes) {
+    const r = await serveScale(n);
+    const ratio = r.renderSteady.p50 / r.floor.p50;
+    rows.push(
+      `| ${n} | ${(r.payloadBytes / 1e6).toFixed(2)} MB | ${f(r.sample.p50)} / ${f(r.sample.p99)} | ${r.requestsPerCycle} | ${f(r.renderSteady.p50)} / ${f(r.renderSteady.p99)} | ${f(r.renderAfterSample.p50)} / ${f(r.renderAfterSample.p99)} | ${f(r.floor.p50)} / ${f(r.floor.p99)} | ${ratio.toFixed(2)}× | ${(r.bytes / 1e6).toFixed(2)} MB | ${r.series} | ${r.rssMb.toFixed(0)} MB |`,
+    );
+    process.stdout.write(`apps=${n} done\n`);
+  }
+  const table = [
+    `Command: \`npm run bench\` (BENCH_APPS=${sizes.join(',')}), ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version}.`,
+    'Synthetic Ray 2.60-shaped Serve payload served from loopback: N apps × 3 deployments × 2 replicas (every third app\'s autoscaling deployment at zero). Times in ms, p50 / p99.',
+    '"sample" = fetch + parse + snapshot update of one cycle. "render steady" = `/metrics` body when nothing changed since the last scrape; "render after sample" = the first scrape after a new sample (includes rebuilding the series). "floor" = a bare prom-client registry rendering the same series.',
+    '',
+    '| apps | payload | sample | Serve API requests / cycle | render steady | render after sample | floor | steady ÷ floor (p50) | /metrics bytes | series | RSS |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+  process.stdout.write(`\n${table}\n`);
+  writeSection(path.resolve(__dirname, '..', '..', 'BENCHMARKS.md'), 'serve-scale', `## Serve sampling and /metrics rendering at scale\n\n${table}`);
+}
+
+main().catch((e) => {
+  process.stderr.write(`${String(e)}\n`);
+  process.exit(1);
+});
