@@ -37,6 +37,8 @@ export interface HyphaHandle {
   /** Milliseconds from spawn to /health/readiness 200, one entry per start. */
   startupMs: number[];
   running(): boolean;
+  /** PID of the running server process (for SIGSTOP/SIGCONT freezes). */
+  pid(): number | undefined;
   /** Stops Hypha only (an outage); startServer() brings it back on the same port. */
   stopServer(signal?: NodeJS.Signals): Promise<void>;
   /** Starts Hypha again; options merge over the current ones (pass serverId: undefined for a random id). */
@@ -130,6 +132,7 @@ export async function startHypha(opts: HyphaOptions = {}): Promise<HyphaHandle> 
     s3Url: moto?.url,
     startupMs,
     running: () => proc !== undefined && proc.child.exitCode === null && proc.child.signalCode === null,
+    pid: () => (handle.running() ? proc?.pid : undefined),
     stopServer,
     startServer,
     async restart(newOpts) {

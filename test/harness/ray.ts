@@ -124,8 +124,8 @@ export interface RayCluster {
   shutdownServe(): Promise<void>;
   /** GET on the Serve HTTP proxy, e.g. request('/two-step?text=hi') or request('/-/healthz'). */
   request(route: string, timeoutMs?: number): Promise<HttpReply>;
-  /** GET any dashboard path, e.g. '/api/ray/version'. */
-  dashboardGet(route: string): Promise<HttpReply>;
+  /** GET any dashboard path, e.g. '/api/ray/version' (default timeout 10 s). */
+  dashboardGet(route: string, timeoutMs?: number): Promise<HttpReply>;
   /** Kill only the dashboard (and its module subprocesses): the REST API goes down, Ray and Serve keep running. */
   stopDashboard(): Promise<void>;
   /** PIDs of live processes that belong to this cluster (hold files under tempDir or descend from `ray start`). */
@@ -472,7 +472,7 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
       lastConfig = { applications: [] };
     },
     request: (route, timeoutMs = 60_000) => httpGet(`${serveUrl}${route}`, timeoutMs),
-    dashboardGet: (route) => httpGet(`${dashboardUrl}${route}`),
+    dashboardGet: (route, timeoutMs) => httpGet(`${dashboardUrl}${route}`, timeoutMs),
     async stopDashboard() {
       const dash = clusterProcesses(proc.pid, tempDir).find((p) => {
         try {

@@ -13,6 +13,7 @@ export type HyphaErrorKind =
   | 'auth' // token rejected, workspace mismatch or not accessible, permission denied
   | 'not_found' // "Service not found", target peer/client not connected
   | 'never_sent' // failed to send: the connection is closed or reconnecting
+  | 'connection_lost' // the connection went away while the call was in flight (it may have run)
   | 'schema' // the answer did not have the shape we need
   | 'remote'; // any other error raised by the remote side
 
@@ -68,7 +69,8 @@ export function classify(e: unknown): HyphaErrorKind {
   }
   if (/Method call timed out|Timeout Error|timed out after|TimeoutError/i.test(msg)) return 'timeout';
   if (/Service not found|is not connected|Client disconnected|peer_not_found|Method not found|Session not found|Method expired/i.test(msg)) return 'not_found';
-  if (/Failed to send the request|Connection is closed|Connection lost|WebSocket connection error|reconnection timed out|ConnectionAbortedError: WebSocket closed/i.test(msg)) {
+  if (/RPC connection closed|Connection lost:/i.test(msg)) return 'connection_lost';
+  if (/Failed to send the request|Connection is closed|WebSocket connection error|reconnection timed out|ConnectionAbortedError: WebSocket closed/i.test(msg)) {
     return 'never_sent';
   }
   return 'remote';
