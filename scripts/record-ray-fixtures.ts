@@ -155,6 +155,44 @@ class Recorder {
     this.log(`MISSED ${name}: ${what}; last: ${seen}`);
     return false;
   }
+
+  /**
+   * Like capture() for several states that may show up in any order (or overlap): one poll loop
+   * checks every pending target, so a short-lived state is not missed while waiting for another.
+   * Returns once every required target was saved; transient ones not seen by then are noted.
+   */
+  async captureMany(targets: CaptureTarget[], timeoutMs: number, intervalMs = 100): Promise<void> {
+    const pending = new Set(targets);
+    const deadline = Date.now() + timeoutMs;
+    let last: ServeDetailsJson | undefined;
+    while ([...pending].some((t) => t.required !== false) && Date.now() < deadline) {
+      const reply = await this.ray.getApplicationsRaw();
+      if (reply.status === 200) {
+        last = JSON.parse(reply.body) as ServeDetailsJson;
+        for (const t of [...pending]) {
+          if (t.pred(last)) {
+            this.saveServe(t.name, t.what, reply);
+            pending.delete(t);
+          }
+        }
+      }
+      await sleep(intervalMs);
+    }
+    for (const t of pending) {
+      const seen = t.app && last ? JSON.stringify(summarizeApp(last.applications[t.app])) : '';
+      if (t.required !== false) throw new Error(`state for ${t.name} (${t.what}) not reached; last: ${seen}`);
+      this.missed.push(`${t.name}.json (${t.what})`);
+      this.log(`MISSED ${t.name}: ${t.what}; last: ${seen}`);
+    }
+  }
+}
+
+interface CaptureTarget {
+  name: string;
+  what: string;
+  pred: (d: ServeDetailsJson) => boolean;
+  required?: boolean;
+  app?: string;
 }
 
 function errorCode(e: unknown): string {
@@ -200,19 +238,35 @@ async function record(ray: RayCluster, rec: Recorder): Promise<void> {
 
   // Two-deployment app: deploying -> running -> worker scales to zero.
   await ray.deploy(cfg('two-step.yaml'));
-  await rec.capture('app-deploying', `${TWO} just deployed: app DEPLOYING`, (d) => app(d, TWO)?.status === 'DEPLOYING', {
-    timeoutMs: 10_000,
-    intervalMs: 50,
-    required: false,
-    app: TWO,
-  });
-  await rec.capture(
-    'app-running',
-    `${TWO} RUNNING, Front and Worker HEALTHY with one RUNNING replica each`,
-    (d) =>
-      app(d, TWO)?.status === 'RUNNING' &&
-      [dep(d, TWO, 'Front'), dep(d, TWO, 'Worker')].every((x) => x?.replicas.some((r) => r.state === 'RUNNING')),
-    { timeoutMs: 180_000, intervalMs: 100, app: TWO },
+  await rec.captureMany(
+    [
+      {
+        name: 'app-deploying',
+        what: `${TWO} just deployed: app DEPLOYING, deployments not created yet`,
+        pred: (d) => app(d, TWO)?.status === 'DEPLOYING' && Object.keys(app(d, TWO)?.deployments ?? {}).length === 0,
+        required: false,
+        app: TWO,
+      },
+      {
+        name: 'app-deploying-replicas-starting',
+        what: `${TWO} DEPLOYING with deployments UPDATING and replicas not yet RUNNING`,
+        pred: (d) =>
+          app(d, TWO)?.status === 'DEPLOYING' &&
+          Object.values(app(d, TWO)?.deployments ?? {}).some((x) => x.replicas.some((r) => r.state !== 'RUNNING')),
+        required: false,
+        app: TWO,
+      },
+      {
+        name: 'app-running',
+        what: `${TWO} RUNNING, Front and Worker HEALTHY with one RUNNING replica each`,
+        pred: (d) =>
+          app(d, TWO)?.status === 'RUNNING' &&
+          [dep(d, TWO, 'Front'), dep(d, TWO, 'Worker')].every((x) => x?.replicas.some((r) => r.state === 'RUNNING')),
+        app: TWO,
+      },
+    ],
+    180_000,
+    50,
   );
   await rec.proxy('proxy-healthz-running', `GET /-/healthz with ${TWO} RUNNING`, '/-/healthz');
   await rec.proxy('proxy-routes-running', `GET /-/routes with ${TWO} RUNNING`, '/-/routes');
@@ -263,32 +317,39 @@ async function record(ray: RayCluster, rec: Recorder): Promise<void> {
 
   // Failing apps next to the healthy one.
   await ray.deploy(cfg('two-step.yaml', 'bad-import.yaml', 'crash-on-start.yaml', 'turns-sick.yaml'));
-  await rec.capture(
-    'app-bad-import-deploy-failed',
-    'bad-import: import_path names a missing module -> app DEPLOY_FAILED with traceback message',
-    (d) => app(d, 'bad-import')?.status === 'DEPLOY_FAILED',
-    { timeoutMs: 120_000, intervalMs: 200, app: 'bad-import' },
-  );
-  await rec.capture(
-    'app-crash-retrying',
-    'crash-on-start while Serve still retries the failing constructor (app DEPLOYING, message set)',
-    (d) => app(d, 'crash-on-start')?.status === 'DEPLOYING' && !!dep(d, 'crash-on-start', 'Crasher')?.message,
-    { timeoutMs: 60_000, intervalMs: 100, required: false, app: 'crash-on-start' },
-  );
-  await rec.capture(
-    'app-crash-on-start-failed',
-    'crash-on-start: every replica raises in __init__ -> whatever Ray reports once it gives up',
-    (d) => {
-      const a = app(d, 'crash-on-start');
-      return !!a && a.status !== 'DEPLOYING' && a.status !== 'NOT_STARTED';
-    },
-    { timeoutMs: 180_000, intervalMs: 200, app: 'crash-on-start' },
-  );
-  await rec.capture(
-    'app-turns-sick-running',
-    'turns-sick RUNNING before its health check fails',
-    (d) => app(d, 'turns-sick')?.status === 'RUNNING',
-    { timeoutMs: 120_000, intervalMs: 200, app: 'turns-sick' },
+  await rec.captureMany(
+    [
+      {
+        name: 'app-crash-retrying',
+        what: 'crash-on-start while Serve still retries the failing constructor (app DEPLOYING, deployment message set)',
+        pred: (d) => app(d, 'crash-on-start')?.status === 'DEPLOYING' && !!dep(d, 'crash-on-start', 'Crasher')?.message,
+        required: false,
+        app: 'crash-on-start',
+      },
+      {
+        name: 'app-bad-import-deploy-failed',
+        what: 'bad-import: import_path names a missing module -> app DEPLOY_FAILED with traceback message',
+        pred: (d) => app(d, 'bad-import')?.status === 'DEPLOY_FAILED',
+        app: 'bad-import',
+      },
+      {
+        name: 'app-crash-on-start-failed',
+        what: 'crash-on-start: every replica raises in __init__ -> whatever Ray reports once it gives up',
+        pred: (d) => {
+          const a = app(d, 'crash-on-start');
+          return !!a && a.status !== 'DEPLOYING' && a.status !== 'NOT_STARTED';
+        },
+        app: 'crash-on-start',
+      },
+      {
+        name: 'app-turns-sick-running',
+        what: 'turns-sick RUNNING before its health check fails',
+        pred: (d) => app(d, 'turns-sick')?.status === 'RUNNING',
+        app: 'turns-sick',
+      },
+    ],
+    180_000,
+    100,
   );
   rec.saveReply('proxy-request-make-sick', 'GET /turns-sick?fail=1', await ray.request('/turns-sick?fail=1'));
   await rec.capture(
