@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-import type { Server } from 'node:http';
+import http, { Server } from 'node:http';
+import https from 'node:https';
 import { FlagError, parseFlags, parseListenAddress, usage } from './cli/flags';
 import { ConfigError } from './config/load';
 import { Exporter } from './exporter';
 import { createLogger } from './log';
 import { createApp } from './server/app';
+import { loadWebConfig, WebConfig } from './server/web-config';
 import { extensions } from './extensions';
 import { VERSION, REVISION } from './version';
 
@@ -29,6 +31,15 @@ async function main(): Promise<void> {
     process.stdout.write(`hypha-serve-exporter ${VERSION} (revision ${REVISION}, node ${process.version})\n`);
     return;
   }
+  let web: WebConfig = {};
+  if (flags.webConfigFile !== undefined) {
+    try {
+      web = loadWebConfig(flags.webConfigFile);
+    } catch (e) {
+      if (e instanceof ConfigError) fail(e.message);
+      throw e;
+    }
+  }
   const log = createLogger(flags.logLevel);
   const exporter = new Exporter({ configFile: flags.configFile, log, ...extensions() });
   try {
@@ -38,13 +49,14 @@ async function main(): Promise<void> {
     throw e;
   }
   const { host, port } = parseListenAddress(flags.listenAddress);
-  const app = createApp(exporter, log);
+  const app = createApp(exporter, log, { users: web.users });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(port, host ?? '::', () => resolve(s));
+    const s: Server = web.tls ? https.createServer(web.tls, app) : http.createServer(app);
     s.on('error', reject);
+    s.listen(port, host ?? '::', () => resolve(s));
   }).catch((e: Error) => fail(`cannot listen on ${flags.listenAddress}: ${e.message}`));
   const addr = server.address();
-  log.info({ address: typeof addr === 'object' && addr ? `${addr.address}:${addr.port}` : String(addr), version: VERSION }, 'listening');
+  log.info({ address: typeof addr === 'object' && addr ? `${addr.address}:${addr.port}` : String(addr), tls: web.tls !== undefined, basic_auth: web.users !== undefined, version: VERSION }, 'listening');
 
   process.on('SIGHUP', () => {
     log.info('SIGHUP received, reloading configuration');

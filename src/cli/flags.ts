@@ -5,6 +5,7 @@ export const DEFAULT_LISTEN_ADDRESS = ':9731';
 export interface Flags {
   configFile: string;
   listenAddress: string;
+  webConfigFile?: string;
   logLevel: LogLevel;
   help: boolean;
   version: boolean;
@@ -22,6 +23,7 @@ interface FlagSpec {
 export const FLAG_SPECS: FlagSpec[] = [
   { name: 'config.file', help: 'Path to the YAML configuration file.', default: 'hypha-serve-exporter.yml' },
   { name: 'web.listen-address', help: 'Address to listen on for /metrics and the status page ([host]:port).', default: DEFAULT_LISTEN_ADDRESS },
+  { name: 'web.config.file', help: 'Path to a web configuration file (exporter-toolkit format) enabling TLS and/or basic authentication.' },
   { name: 'log.level', help: `Only log messages with the given severity or above: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
   { name: 'help', help: 'Show this help and exit.', boolean: true },
   { name: 'version', help: 'Show the version and exit.', boolean: true },
@@ -69,6 +71,7 @@ export function parseFlags(argv: readonly string[]): Flags {
   return {
     configFile: values.get('config.file') ?? 'hypha-serve-exporter.yml',
     listenAddress,
+    webConfigFile: values.get('web.config.file'),
     logLevel: logLevel as LogLevel,
     help: bools.has('help'),
     version: bools.has('version'),
