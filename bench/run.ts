@@ -2,6 +2,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { serveScale } from './serve-scale';
+import { churn, scrapeDuringHang } from './churn-and-hang';
 import { writeSection } from './stats';
 
 const f = (x: number) => x.toFixed(1);
@@ -27,7 +28,31 @@ async function main(): Promise<void> {
     ...rows,
   ].join('\n');
   process.stdout.write(`\n${table}\n`);
-  writeSection(path.resolve(__dirname, '..', '..', 'BENCHMARKS.md'), 'serve-scale', `## Serve sampling and /metrics rendering at scale\n\n${table}`);
+  const file = path.resolve(__dirname, '..', '..', 'BENCHMARKS.md');
+  writeSection(file, 'serve-scale', `## Serve sampling and /metrics rendering at scale\n\n${table}`);
+
+  const cycles = Number(process.env.BENCH_CHURN_CYCLES ?? 10000);
+  const c = await churn(cycles);
+  const churnText = [
+    `Command: \`npm run bench\` (BENCH_CHURN_CYCLES=${cycles}). Each cycle the Serve API lists 10 apps with new names (the previous 10 deleted); every cycle is sampled and rendered.`,
+    '',
+    '| cycles | series after first cycle | series after last cycle | RSS before → after | heap before → after | time |',
+    '|---|---|---|---|---|---|',
+    `| ${c.cycles} | ${c.seriesFirst} | ${c.seriesLast} | ${c.rssBeforeMb.toFixed(0)} → ${c.rssAfterMb.toFixed(0)} MB | ${c.heapBeforeMb.toFixed(1)} → ${c.heapAfterMb.toFixed(1)} MB | ${(c.ms / 1000).toFixed(1)} s |`,
+  ].join('\n');
+  process.stdout.write(`\n${churnText}\n`);
+  writeSection(file, 'churn', `## App churn: no series left behind\n\n${churnText}`);
+
+  const hang = await scrapeDuringHang(500);
+  const hangText = [
+    'Command: `npm run bench`. The Serve API accepts the connection and never answers (sample timeout 30 s); 500 renders of `/metrics` (100 apps) while that sample is stuck.',
+    '',
+    '| /metrics p50 | p99 | max | source_up during the hang |',
+    '|---|---|---|---|',
+    `| ${f(hang.p50)} ms | ${f(hang.p99)} ms | ${f(hang.max)} ms | ${hang.sourceUp} (1 until the timeout expires, then 0) |`,
+  ].join('\n');
+  process.stdout.write(`\n${hangText}\n`);
+  writeSection(file, 'hang', `## /metrics while an upstream hangs\n\n${hangText}`);
 }
 
 main().catch((e) => {
