@@ -3,6 +3,7 @@ import type { Logger } from '../log';
 import type { SnapshotStore } from '../snapshot/store';
 import type { Source } from './poller';
 import { RayServeSource } from './ray-serve/source';
+import { Secret } from '../util/secret';
 
 /** A source the current config asks for; the fingerprint decides whether a reload restarts it. */
 export interface DesiredSource {
@@ -13,14 +14,13 @@ export interface DesiredSource {
 
 export type SourcePlanner = (cfg: Config, store: SnapshotStore, log: Logger) => DesiredSource[];
 
-/** Stable text of a config fragment; secrets show as "<secret>", so a changed token file's content
- * is compared by revealing it here and nowhere else. */
+/** Stable text of a config fragment. A Secret's toJSON() hides its value, so the replacer looks at
+ * the raw property to tell a changed token (which must restart the source) from an unchanged one. */
 export function fingerprint(v: unknown): string {
-  return JSON.stringify(v, (_k, val: unknown) =>
-    val && typeof val === 'object' && 'reveal' in val && typeof (val as { reveal: unknown }).reveal === 'function'
-      ? `secret:${(val as { reveal(): string }).reveal().length}:${hash((val as { reveal(): string }).reveal())}`
-      : val,
-  );
+  return JSON.stringify(v, function (this: Record<string, unknown>, k: string, val: unknown) {
+    const raw = this[k];
+    return raw instanceof Secret ? `secret:${hash(raw.reveal())}` : val;
+  });
 }
 
 function hash(s: string): number {

@@ -89,3 +89,15 @@ describe('config loading', () => {
     expect(() => loadConfig('/nonexistent/c.yml')).toThrow(/\/nonexistent\/c\.yml: cannot read config file: ENOENT/);
   });
 });
+
+describe('source fingerprints', () => {
+  it('change when a token changes and not otherwise', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { fingerprint } = require('../../src/sources/registry') as typeof import('../../src/sources/registry');
+    const { Secret } = require('../../src/util/secret') as typeof import('../../src/util/secret');
+    const a = fingerprint({ url: 'x', token: new Secret('one') });
+    expect(fingerprint({ url: 'x', token: new Secret('one') })).toBe(a);
+    expect(fingerprint({ url: 'x', token: new Secret('two') })).not.toBe(a);
+    expect(a).not.toContain('one');
+  });
+});
