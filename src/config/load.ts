@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { Document, LineCounter, parseDocument, isNode, isMap, isPair, isScalar } from 'yaml';
 import type { ZodType } from 'zod';
 import { configSchema, RawConfig } from './schema';
+import { resolveWatchedServices, WatchedServiceConfig } from './services-schema';
 import { parseDuration } from '../util/duration';
 import { Secret } from '../util/secret';
 
@@ -16,10 +17,21 @@ export interface RayClusterConfig {
   proxyProbe: { enabled: boolean; timeoutMs: number };
 }
 
+/** The Hypha server connection (`hypha:`). */
+export interface HyphaServerConfig {
+  name: string;
+  serverUrl: string;
+  workspace?: string;
+  token?: Secret;
+}
+
 export interface Config {
   file: string;
   raw: RawConfig;
   rayClusters: RayClusterConfig[];
+  hypha?: HyphaServerConfig;
+  /** Watched services (issue 4); sampled only when `hypha` is configured. */
+  watchedServices: WatchedServiceConfig[];
   /** Every credential the config holds, for scrubbing upstream error texts. */
   secrets: Secret[];
 }
@@ -177,5 +189,12 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
       proxyProbe: { enabled: c.proxy_probe.enabled, timeoutMs: ms(c.proxy_probe.timeout) },
     };
   });
-  return { file, raw, rayClusters, secrets };
+  let hypha: HyphaServerConfig | undefined;
+  if (raw.hypha) {
+    const token = readCredential(file, doc, lc, ['hypha'], raw.hypha, env);
+    if (token) secrets.push(token);
+    hypha = { name: raw.hypha.name, serverUrl: raw.hypha.server_url, workspace: raw.hypha.workspace, token };
+  }
+  const watchedServices = resolveWatchedServices(raw.watched_services, raw.global);
+  return { file, raw, rayClusters, hypha, watchedServices, secrets };
 }

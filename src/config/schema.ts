@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from '../util/duration';
+import { hyphaConnectionSchema, watchedServicesSchema } from './services-schema';
 
 // The YAML config file's shape. Strict objects: an unknown key is an error,
 // since a typo'd key silently ignored is a monitor silently misconfigured.
@@ -66,6 +67,8 @@ export const globalSchema = z.strictObject({
 export const configSchema = z.strictObject({
   global: globalSchema.default({ interval: '15s', timeout: '5s' }),
   ray_clusters: z.array(rayClusterSchema).default([]),
+  hypha: hyphaConnectionSchema.optional(),
+  watched_services: watchedServicesSchema,
 });
 
 export type RawConfig = z.infer<typeof configSchema>;

@@ -1,3 +1,5 @@
+import type { WatchedServiceSample } from './services';
+
 // The typed snapshot: everything sources learned in their latest sample.
 // Sources write it; metrics, the status page and the JSON API only read it.
 
@@ -17,7 +19,8 @@ export const SAMPLE_ERROR_REASONS: readonly SampleErrorReason[] = [
   'timeout', 'connect', 'http_status', 'too_large', 'bad_json', 'schema', 'auth', 'rpc', 'other',
 ];
 
-export type SourceKind = 'ray' | 'hypha';
+// 'service': a watched service (target = its id, e.g. public/artifact-manager).
+export type SourceKind = 'ray' | 'hypha' | 'service';
 
 /** Health of one upstream, in the style of consul_exporter's `consul_up`. */
 export interface SourceHealth {
@@ -113,11 +116,14 @@ export interface Snapshot {
   /** Increments on every change; renderers rebuild only when it moved. */
   version: number;
   ray: ReadonlyMap<string, RayClusterSample>;
+  /** Watched services by configured id (issue 4). */
+  services?: ReadonlyMap<string, WatchedServiceSample>;
 }
 
 /** Health of every upstream in the snapshot (each source adds its own part here). */
 export function sourceHealths(s: Snapshot): SourceHealth[] {
   const out: SourceHealth[] = [];
   for (const r of s.ray.values()) out.push(r.health);
+  for (const w of s.services?.values() ?? []) out.push(w.health);
   return out;
 }

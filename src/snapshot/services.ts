@@ -1,0 +1,104 @@
+import type { SourceHealth } from './types';
+
+// Snapshot part of the watched-services source (issue 4): per configured
+// service, who provides it now, which client id a fresh resolution gives,
+// which client ids long-lived holders (the exporter's own canary, workers)
+// still address, and how probe calls through both kinds of proxy fare.
+
+/** How a probe call ended. Closed set: it is a label value. */
+export type CallOutcome = 'ok' | 'timeout' | 'not_found' | 'never_sent' | 'error';
+export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'timeout', 'not_found', 'never_sent', 'error'];
+
+/** cached = the proxy resolved once and kept; fresh = resolved on the current connection this cycle. */
+export type CallVia = 'cached' | 'fresh';
+export const CALL_VIAS: readonly CallVia[] = ['cached', 'fresh'];
+
+/** Holder label of the exporter's own long-lived proxy. */
+export const CANARY_HOLDER = 'exporter';
+
+/**
+ * Upper bounds (seconds) of hypha_serve_service_call_duration_seconds. From
+ * 1 ms (a healthy local call) to beyond any sensible probe timeout, with
+ * resolution around the 5 s default so "hit the deadline" is its own bucket.
+ */
+export const CALL_DURATION_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 4, 5, 6, 10, 15, 30, 60,
+];
+
+/** Histogram data accumulated since the source started. */
+export interface DurationHistogram {
+  /** One count per bucket of CALL_DURATION_BUCKETS (observations in (prev, bound]); +Inf is count minus their sum. */
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
+export interface CallSeries {
+  method: string;
+  via: CallVia;
+  outcome: CallOutcome;
+  histogram: DurationHistogram;
+}
+
+/** The last probe through one kind of proxy. */
+export interface ProbeResult {
+  via: CallVia;
+  method: string;
+  outcome: CallOutcome;
+  seconds: number;
+  /** Full id the call was addressed to ("ws/client:svc"), when there was one. */
+  target?: string;
+  /** Concise, secret-free error text (status page, logs, tests). */
+  error?: string;
+  atSeconds: number;
+}
+
+/** A client id some long-lived client keeps for the service. */
+export interface CachedHolder {
+  /** "exporter" for the canary, else the configured holder name. */
+  holder: string;
+  /** Bare client id; undefined when the holder could not be read this cycle (series absent). */
+  clientId?: string;
+  /** Not among the live providers; undefined when the providers are unknown this cycle. */
+  stale?: boolean;
+  /** Since when the current stale spell lasts (Unix seconds). */
+  staleSinceSeconds?: number;
+  /** When the held id was obtained (canary: resolved; holder: last read). */
+  sinceSeconds?: number;
+  /** Why the holder could not be read (holders only). */
+  error?: string;
+}
+
+export interface WatchedServiceSample {
+  /** Configured id, e.g. "public/artifact-manager"; the `service` label. */
+  service: string;
+  health: SourceHealth;
+  /** Client ids of the live providers, sorted; undefined when the listing failed this cycle. */
+  providers?: string[];
+  /** Client id a fresh getService gave this cycle; undefined when resolution failed or was not attempted. */
+  resolvedClientId?: string;
+  resolveError?: string;
+  /** The canary first (when enabled), then configured holders in config order. */
+  cached: CachedHolder[];
+  /** Cumulative: the provider set differed from the previous cycle's. */
+  clientIdChangesTotal: number;
+  lastChangeSeconds?: number;
+  /** Cumulative: the canary was dropped and resolved anew under the re-resolve policy. */
+  canaryReresolvesTotal: number;
+  /** Cumulative per (method, via, outcome). */
+  calls: CallSeries[];
+  /** Last probe per via (absent: not probed yet, or no canary to probe through). */
+  lastProbes: Partial<Record<CallVia, ProbeResult>>;
+}
+
+export function emptyHistogram(): DurationHistogram {
+  return { counts: CALL_DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 };
+}
+
+/** A new histogram with one more observation (snapshots are never mutated in place). */
+export function observe(h: DurationHistogram, seconds: number): DurationHistogram {
+  const counts = [...h.counts];
+  const i = CALL_DURATION_BUCKETS.findIndex((b) => seconds <= b);
+  if (i >= 0) counts[i] += 1;
+  return { counts, sum: h.sum + seconds, count: h.count + 1 };
+}

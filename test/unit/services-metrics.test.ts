@@ -1,0 +1,101 @@
+import { execFileSync } from 'node:child_process';
+import { Registry } from 'prom-client';
+import { ServicesMetrics } from '../../src/metrics/services';
+import { newSourceHealth, Snapshot } from '../../src/snapshot/types';
+import { WatchedServiceSample } from '../../src/snapshot/services';
+import { CycleEvents, HolderReading, RegistryObservation, WatchState } from '../../src/sources/services/state';
+import type { ProbeResult } from '../../src/snapshot/services';
+import { seriesCount, seriesValue } from '../helpers/exporter';
+import { tmpDir } from '../helpers/tmp';
+
+function sampleFrom(st: WatchState, up: boolean, resolved?: string): WatchedServiceSample {
+  const health = { ...newSourceHealth('service', 'public/artifact-manager'), up };
+  return {
+    service: 'public/artifact-manager',
+    health,
+    providers: up ? st.providers : undefined,
+    resolvedClientId: up ? resolved : undefined,
+    cached: up ? st.cached : [],
+    clientIdChangesTotal: st.changesTotal,
+    lastChangeSeconds: st.lastChangeSeconds,
+    canaryReresolvesTotal: st.reresolvesTotal,
+    calls: st.calls,
+    lastProbes: up ? st.lastProbes : {},
+  };
+}
+
+type Cycle = RegistryObservation & { probes: ProbeResult[]; holders: HolderReading[] };
+function apply(st: WatchState, o: Cycle): CycleEvents {
+  const ev = st.applyRegistry(o);
+  st.applyCalls({ nowSeconds: o.nowSeconds, probes: o.probes, holders: o.holders });
+  return ev;
+}
+
+async function render(sample: WatchedServiceSample): Promise<string> {
+  const r = new Registry();
+  const m = new ServicesMetrics(r);
+  const snap: Snapshot = { version: 1, ray: new Map(), services: new Map([[sample.service, sample]]) };
+  m.rebuild(snap);
+  return r.metrics();
+}
+
+const A = { fullId: 'public/srv-a:artifact-manager', clientId: 'srv-a' };
+const B = { fullId: 'public/srv-b:artifact-manager', clientId: 'srv-b' };
+
+test('renders the contract series; stale is derivable from cached_info unless provider_info', async () => {
+  const st = new WatchState(true, { kind: 'after', staleMs: 600_000 }, 'list');
+  st.adoptCanaryIfNone(A, 10);
+  apply(st, { nowSeconds: 10, providers: ['srv-a'], resolved: A, probes: [], holders: [] });
+  apply(st, {
+    nowSeconds: 20, providers: ['srv-b'], resolved: B,
+    probes: [{ via: 'cached', method: 'list', outcome: 'timeout', seconds: 5.001, atSeconds: 20 }, { via: 'fresh', method: 'list', outcome: 'ok', seconds: 0.004, atSeconds: 20 }],
+    holders: [{ name: 'kth-worker', clientId: 'srv-a' }],
+  });
+  const text = await render(sampleFrom(st, true, 'srv-b'));
+  const s = { service: 'public/artifact-manager' };
+  expect(seriesValue(text, 'hypha_serve_service_providers', s)).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_provider_info', { ...s, client_id: 'srv-b' })).toBe(1);
+  expect(seriesCount(text, 'hypha_serve_service_provider_info')).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_resolved_info', { ...s, client_id: 'srv-b' })).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_cached_info', { ...s, holder: 'exporter', client_id: 'srv-a' })).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_cached_info', { ...s, holder: 'kth-worker', client_id: 'srv-a' })).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_cached_stale', { ...s, holder: 'exporter' })).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_cached_stale', { ...s, holder: 'kth-worker' })).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_client_id_changes_total', s)).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_client_id_last_change_timestamp_seconds', s)).toBe(20);
+  expect(seriesValue(text, 'hypha_serve_service_canary_reresolves_total', s)).toBe(0);
+  expect(seriesValue(text, 'hypha_serve_service_probe_success', { ...s, via: 'cached' })).toBe(0);
+  expect(seriesValue(text, 'hypha_serve_service_probe_success', { ...s, via: 'fresh' })).toBe(1);
+  const c = { ...s, method: 'list', via: 'cached', outcome: 'timeout' };
+  expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { ...c, le: '5' })).toBe(0);
+  expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { ...c, le: '6' })).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { ...c, le: '+Inf' })).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_count', c)).toBe(1);
+  expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_sum', c)).toBeCloseTo(5.001);
+  expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { ...s, via: 'fresh', outcome: 'ok', le: '0.005' })).toBe(1);
+  // Zero series for the other outcomes exist from the start.
+  expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_count', { ...s, via: 'fresh', outcome: 'never_sent' })).toBe(0);
+  expect(text).toContain('# TYPE hypha_serve_service_call_duration_seconds histogram');
+
+  // promtool accepts the exposition (histogram shape, names, help).
+  const t = tmpDir();
+  try {
+    const f = t.write('m.prom', text);
+    execFileSync('sh', ['-c', `promtool check metrics < ${f}`], { stdio: 'pipe' });
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('while the source is down only the counters and histograms remain', async () => {
+  const st = new WatchState(true, { kind: 'never' }, 'list');
+  st.adoptCanaryIfNone(A, 0);
+  apply(st, { nowSeconds: 0, providers: ['srv-a'], resolved: A, probes: [], holders: [] });
+  const text = await render(sampleFrom(st, false));
+  for (const name of ['hypha_serve_service_providers', 'hypha_serve_service_provider_info', 'hypha_serve_service_resolved_info',
+    'hypha_serve_service_cached_info', 'hypha_serve_service_cached_stale', 'hypha_serve_service_probe_success']) {
+    expect(seriesCount(text, name)).toBe(0);
+  }
+  expect(seriesValue(text, 'hypha_serve_service_client_id_changes_total', { service: 'public/artifact-manager' })).toBe(0);
+  expect(seriesCount(text, 'hypha_serve_service_call_duration_seconds_count')).toBe(10);
+});
