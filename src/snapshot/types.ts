@@ -19,8 +19,9 @@ export const SAMPLE_ERROR_REASONS: readonly SampleErrorReason[] = [
   'timeout', 'connect', 'http_status', 'too_large', 'bad_json', 'schema', 'auth', 'rpc', 'other',
 ];
 
-// 'service': a watched service (target = its id, e.g. public/artifact-manager).
-export type SourceKind = 'ray' | 'hypha' | 'service';
+// 'hypha' covers the registry connection (target = configured server name) and each watched
+// service's own connection (target = the service id, e.g. public/artifact-manager).
+export type SourceKind = 'ray' | 'hypha';
 
 /** Health of one upstream, in the style of consul_exporter's `consul_up`. */
 export interface SourceHealth {

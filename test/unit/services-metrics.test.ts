@@ -9,7 +9,7 @@ import { seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 
 function sampleFrom(st: WatchState, up: boolean, resolved?: string): WatchedServiceSample {
-  const health = { ...newSourceHealth('service', 'public/artifact-manager'), up };
+  const health = { ...newSourceHealth('hypha', 'public/artifact-manager'), up };
   return {
     service: 'public/artifact-manager',
     health,

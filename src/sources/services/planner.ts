@@ -17,7 +17,7 @@ export const planWatchedServices: SourcePlanner = (cfg, store, log) => {
         w,
         { name: hypha.name, options: { serverUrl: hypha.serverUrl, workspace: hypha.workspace, token: hypha.token } },
         store,
-        log.child({ source: 'service', target: w.service }),
+        log.child({ source: 'hypha', target: w.service }),
       ),
   }));
 };

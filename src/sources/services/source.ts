@@ -19,7 +19,9 @@ export interface WatchedServicesConnection {
 }
 
 /** Health kind of a watched-service source in hypha_serve_source_up (target = the service id). */
-export const SERVICE_SOURCE_KIND = 'service' as const;
+// Reported as a Hypha upstream: the rules' and inhibitions' "Hypha is down" guards then cover
+// watched services too; target (the service id) tells it from the registry connection.
+export const SERVICE_SOURCE_KIND = 'hypha' as const;
 
 /**
  * Watches one service (e.g. public/artifact-manager) on its own Hypha
