@@ -1,0 +1,68 @@
+// What every dashboard of the pack shares: the datasource contract, runbook addresses,
+// the selector every query starts from, and the tag that links the dashboards together.
+import type { DataSourceRef } from '@grafana/grafana-foundation-sdk/common';
+
+/** uid of the Prometheus datasource in dashboards/provisioning/datasources/; the variable's default. */
+export const DATASOURCE_UID = 'hypha-serve-prometheus';
+export const DATASOURCE_NAME = 'Prometheus (hypha-serve)';
+
+/** Panels and queries point at the `datasource` variable, so any Prometheus can be picked. */
+export const DS: DataSourceRef = { type: 'prometheus', uid: '${datasource}' };
+
+/** Same base as the alerts' runbook_url, so a page and a panel open the same section. */
+export const RUNBOOK_BASE = 'https://github.com/aicell-lab/hypha-serve-exporter/blob/main/docs/runbooks.md';
+
+export const DASHBOARD_TAG = 'hypha-serve';
+
+/** Alerts in rules/alerts.yml; each has a section in docs/runbooks.md. */
+export type AlertName =
+  | 'HyphaServeAppRunningNotRegistered'
+  | 'HyphaServeWorkerAppRunningNotRegistered'
+  | 'HyphaServiceCachedProxyStale'
+  | 'HyphaServiceCachedProbeFailing'
+  | 'HyphaServiceProbeFailing'
+  | 'HyphaServiceCallLatencyHigh'
+  | 'HyphaServiceClientIdChurn'
+  | 'HyphaServeAppUnhealthy'
+  | 'HyphaServeDeploymentReplicasMismatch'
+  | 'HyphaServeNoProxyCanWakeApps'
+  | 'HyphaServeSourceDown'
+  | 'HyphaServeExporterDown'
+  | 'HyphaServeExporterConfigReloadFailed';
+
+/** GitHub's heading anchor for an alert's runbook section (the headings are the bare alert names). */
+export function runbookUrl(alert: AlertName): string {
+  return `${RUNBOOK_BASE}#${alert.toLowerCase()}`;
+}
+
+/** Template variables a query may filter on, besides job and instance. */
+export type FilterVar = 'cluster' | 'app' | 'workspace' | 'service' | 'holder';
+
+/**
+ * The label matchers for job and instance (always) plus the given template variables, e.g.
+ * sel('cluster', 'app') → job=~"$job",instance=~"$instance",cluster=~"$cluster",app=~"$app".
+ * Extra literal matchers follow, e.g. sel(['cluster'], 'status="RUNNING"').
+ */
+export function sel(vars: readonly FilterVar[] = [], ...literal: string[]): string {
+  return ['job=~"$job"', 'instance=~"$instance"', ...vars.map((v) => `${v}=~"$${v}"`), ...literal].join(',');
+}
+
+/**
+ * An expression whose value is the 1-based position of the active state of a 0/1 state set
+ * (0 when the exporter reports a state this list does not know), one series per `by` group:
+ * state timelines then show one row per object instead of one per object and state.
+ */
+export function stateCode(metric: string, selector: string, label: string, states: readonly string[], by: readonly string[]): string {
+  const terms = states.map((s, i) => `${metric}{${selector},${label}="${s}"} * ${i + 1}`);
+  return `sum by (${by.join(', ')}) (\n    ${terms.join('\n  or\n    ')}\n)`;
+}
+
+export const APP_STATES = ['NOT_STARTED', 'DEPLOYING', 'DEPLOY_FAILED', 'RUNNING', 'UNHEALTHY', 'DELETING'] as const;
+export const DEPLOYMENT_STATES = ['UPDATING', 'HEALTHY', 'UNHEALTHY', 'DEPLOY_FAILED', 'UPSCALING', 'DOWNSCALING'] as const;
+export const REGISTRATION_STATES = [
+  'registered',
+  'missing_scaled_to_zero',
+  'missing_never_registered',
+  'missing_crashed',
+  'missing_other',
+] as const;

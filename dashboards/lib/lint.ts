@@ -1,0 +1,220 @@
+// Structural lint of the generated dashboards, modelled on grafana/dashboard-linter's rules (its
+// Go binary is on no package registry): variables, datasource references, PromQL filters and
+// ranges, counters, units, titles, descriptions, ids, runbook links.
+import type { Dashboard, Panel, VariableModel } from '@grafana/grafana-foundation-sdk/dashboard';
+import { DASHBOARD_TAG, RUNBOOK_BASE } from './conventions';
+import { allPanels, dashboardQueries, rowPanels, variableQueryAsPromql, variables, variablesIn } from './inventory';
+import { analysePromql } from './promql';
+
+export interface LintContext {
+  /** Anchors of the headings of docs/runbooks.md. */
+  runbookAnchors: ReadonlySet<string>;
+  /** Exporter metric names as they appear in /metrics (histograms as _bucket/_count/_sum). */
+  exporterMetrics: ReadonlySet<string>;
+  /** Series recorded by rules/*.yml. */
+  recordedSeries: ReadonlySet<string>;
+}
+
+/** Prometheus' own series that a dashboard may read besides the exporter's. */
+const PROMETHEUS_SERIES = new Set(['up', 'scrape_duration_seconds', 'scrape_samples_scraped', 'scrape_series_added', 'scrape_samples_post_metric_relabeling']);
+
+/** Grafana unit ids the pack may use (a subset of Grafana's; extend when a panel needs another). */
+export const VALID_UNITS = new Set([
+  'none', 'short', 'percent', 'percentunit', 's', 'ms', 'µs', 'ns', 'dtdurations', 'dtdurationms', 'dateTimeAsIso',
+  'dateTimeFromNow', 'ops', 'reqps', 'rps', 'wps', 'bytes', 'decbytes', 'Bps', 'bps', 'hertz', 'bool', 'bool_yes_no',
+]);
+
+const RATE_FUNCTIONS = new Set(['rate', 'irate', 'increase']);
+const COUNTER_SUFFIX = /_(total|bucket|count|sum)$/;
+const REQUIRED_MATCHERS: ReadonlyArray<readonly [string, string]> = [
+  ['job', '$job'],
+  ['instance', '$instance'],
+];
+
+function isPromDs(ds: unknown): boolean {
+  const r = ds as { type?: unknown; uid?: unknown } | undefined;
+  return r?.type === 'prometheus' && (r.uid === '${datasource}' || r.uid === '$datasource');
+}
+
+/** Problems with one PromQL expression as a dashboard writes it. */
+export function lintExpr(expr: string, ctx: LintContext, where: string, required = REQUIRED_MATCHERS): string[] {
+  const problems: string[] = [];
+  const facts = analysePromql(expr);
+  for (const e of facts.errors) problems.push(`${where}: PromQL ${e}`);
+  if (facts.selectors.length === 0) problems.push(`${where}: no series selector`);
+  for (const s of facts.selectors) {
+    for (const [label, value] of required) {
+      if (!s.matchers.some((m) => m.name === label && m.op === '=~' && m.value === value)) {
+        problems.push(`${where}: ${s.text} does not filter ${label}=~"${value}"`);
+      }
+    }
+    const metric = s.metric ?? '';
+    if (metric.includes(':')) {
+      if (!ctx.recordedSeries.has(metric)) problems.push(`${where}: ${metric} is not recorded by rules/*.yml`);
+    } else if (metric.startsWith('hypha_serve_')) {
+      if (!ctx.exporterMetrics.has(metric)) problems.push(`${where}: ${metric} is not an exporter metric`);
+    } else if (!PROMETHEUS_SERIES.has(metric)) {
+      problems.push(`${where}: unexpected series ${metric || s.text}`);
+    }
+    if (COUNTER_SUFFIX.test(metric) && !(s.rangeFunction && RATE_FUNCTIONS.has(s.rangeFunction))) {
+      problems.push(`${where}: counter ${metric} is not wrapped in rate/irate/increase`);
+    }
+  }
+  for (const c of facts.rangeCalls) {
+    if (RATE_FUNCTIONS.has(c.fn) && c.range !== '$__rate_interval') problems.push(`${where}: ${c.fn}() over [${c.range}] instead of [$__rate_interval]`);
+  }
+  return problems;
+}
+
+function lintVariables(d: Dashboard, ctx: LintContext, where: string): string[] {
+  const problems: string[] = [];
+  const vars = variables(d);
+  const names = vars.map((v) => v.name);
+  const ds = vars.filter((v) => v.type === 'datasource');
+  if (ds.length !== 1) problems.push(`${where}: ${ds.length} datasource variables, want exactly 1`);
+  for (const v of ds) {
+    if (v.name !== 'datasource') problems.push(`${where}: datasource variable named ${v.name}, want "datasource"`);
+    if (v.label !== 'Data Source') problems.push(`${where}: datasource variable labelled ${String(v.label)}, want "Data Source"`);
+    if (v.query !== 'prometheus') problems.push(`${where}: datasource variable is not of type prometheus`);
+  }
+  for (const req of ['job', 'instance']) if (!names.includes(req)) problems.push(`${where}: no ${req} variable`);
+  if (new Set(names).size !== names.length) problems.push(`${where}: duplicate variable names`);
+  // A variable may only filter on the ones defined before it (job before instance, ...).
+  const before: string[] = [];
+  for (const v of vars) {
+    const w = `${where} variable ${v.name}`;
+    if (v.type === 'query') problems.push(...lintQueryVariable(v, before, ctx, w));
+    else if (v.type !== 'datasource') problems.push(`${w}: type ${v.type} not expected`);
+    before.push(v.name);
+  }
+  // Every variable is used: by a panel, a target, an annotation or another variable.
+  const used = new Set<string>();
+  for (const p of allPanels(d)) {
+    for (const n of variablesIn(JSON.stringify(p.datasource ?? {}))) used.add(n);
+    for (const t of p.targets ?? []) for (const n of variablesIn(JSON.stringify(t))) used.add(n);
+  }
+  for (const a of d.annotations?.list ?? []) for (const n of variablesIn(JSON.stringify(a))) used.add(n);
+  for (const v of vars) if (typeof v.query === 'string') for (const n of variablesIn(v.query)) if (n !== v.name) used.add(n);
+  for (const v of vars) if (v.datasource) for (const n of variablesIn(JSON.stringify(v.datasource))) used.add(n);
+  for (const n of names) if (!used.has(n)) problems.push(`${where}: variable ${n} is not used`);
+  for (const n of used) if (!names.includes(n)) problems.push(`${where}: $${n} is used but not defined`);
+  return problems;
+}
+
+function lintQueryVariable(v: VariableModel, before: readonly string[], ctx: LintContext, w: string): string[] {
+  const problems: string[] = [];
+  if (!v.label) problems.push(`${w}: no label`);
+  if ((v.name === 'job' || v.name === 'instance') && v.label !== v.name) problems.push(`${w}: labelled ${String(v.label)}, want ${v.name}`);
+  if (!isPromDs(v.datasource)) problems.push(`${w}: datasource is not $datasource`);
+  if (v.multi !== true) problems.push(`${w}: not multi-select`);
+  if (v.includeAll !== true) problems.push(`${w}: no All option`);
+  if (v.allValue !== '.+') problems.push(`${w}: allValue ${String(v.allValue)}, want .+`);
+  if (v.refresh !== 2) problems.push(`${w}: refresh ${String(v.refresh)}, want 2 (on time range change)`);
+  if (!v.description) problems.push(`${w}: no description`);
+  const q = typeof v.query === 'string' ? variableQueryAsPromql(v.query) : undefined;
+  if (!q) {
+    problems.push(`${w}: query is not label_values(<promql>, <label>)`);
+    return problems;
+  }
+  if (q.label !== v.name) problems.push(`${w}: lists values of ${q.label}, not of ${v.name}`);
+  // job filters nothing; instance filters job; the rest filter both.
+  const required = [['job', '$job'], ['instance', '$instance']].filter(([label]) => before.includes(label)) as Array<[string, string]>;
+  problems.push(...lintExpr(q.expr, ctx, w, required));
+  for (const n of variablesIn(v.query as string)) if (!before.includes(n)) problems.push(`${w}: refers to $${n}, defined after it`);
+  return problems;
+}
+
+function lintPanel(p: Panel, ctx: LintContext, where: string): string[] {
+  const problems: string[] = [];
+  const w = `${where} panel "${p.title ?? p.id}"`;
+  if (!p.title) problems.push(`${w}: no title`);
+  if (!p.description || p.description.length < 20) problems.push(`${w}: no description`);
+  if (!isPromDs(p.datasource)) problems.push(`${w}: datasource is not $datasource`);
+  const unit = p.fieldConfig?.defaults?.unit;
+  if (!unit) problems.push(`${w}: no unit`);
+  else if (!VALID_UNITS.has(unit)) problems.push(`${w}: unknown unit ${unit}`);
+  if (p.type === 'timeseries' || p.type === 'state-timeline') {
+    const legend = (p.options as { legend?: { showLegend?: boolean } } | undefined)?.legend;
+    if (legend?.showLegend !== true) problems.push(`${w}: legend hidden (series cannot be told apart)`);
+  }
+  const targets = (p.targets ?? []) as Array<{ refId?: string; expr?: string; datasource?: unknown }>;
+  if (targets.length === 0) problems.push(`${w}: no targets`);
+  const refIds = targets.map((t) => t.refId ?? '');
+  if (refIds.some((r) => r === '') || new Set(refIds).size !== refIds.length) problems.push(`${w}: refIds missing or repeated`);
+  for (const t of targets) {
+    if (!isPromDs(t.datasource)) problems.push(`${w} ${t.refId}: datasource is not $datasource`);
+    problems.push(...lintExpr(t.expr ?? '', ctx, `${w} ${t.refId}`));
+  }
+  for (const l of p.links ?? []) {
+    if (!l.title || !l.url) problems.push(`${w}: link without title or url`);
+    else problems.push(...lintRunbookUrl(l.url, ctx, w));
+  }
+  const g = p.gridPos;
+  if (!g || g.w <= 0 || g.h <= 0 || g.x < 0 || g.x + g.w > 24) problems.push(`${w}: gridPos ${JSON.stringify(g)} outside the 24-column grid`);
+  return problems;
+}
+
+function lintRunbookUrl(url: string, ctx: LintContext, w: string): string[] {
+  if (!url.startsWith(RUNBOOK_BASE)) return [];
+  const anchor = url.slice(RUNBOOK_BASE.length);
+  if (!anchor.startsWith('#')) return anchor === '' ? [] : [`${w}: runbook link ${url} is not docs/runbooks.md`];
+  return ctx.runbookAnchors.has(anchor.slice(1)) ? [] : [`${w}: runbook anchor ${anchor} is not a heading of docs/runbooks.md`];
+}
+
+function overlaps(a: Panel, b: Panel): boolean {
+  const [g, h] = [a.gridPos, b.gridPos];
+  if (!g || !h) return false;
+  return g.x < h.x + h.w && h.x < g.x + g.w && g.y < h.y + h.h && h.y < g.y + g.h;
+}
+
+/** Every problem found in one dashboard; [] when it follows the conventions. */
+export function lintDashboard(d: Dashboard, ctx: LintContext): string[] {
+  const where = `dashboard ${d.uid ?? d.title}`;
+  const problems: string[] = [];
+  if (!d.uid) problems.push(`${where}: no uid`);
+  if (!d.title) problems.push(`${where}: no title`);
+  if (!d.description) problems.push(`${where}: no description`);
+  if (!(d.tags ?? []).includes(DASHBOARD_TAG)) problems.push(`${where}: not tagged ${DASHBOARD_TAG}`);
+  if (d.id !== null) problems.push(`${where}: id must be null (provisioning matches on uid)`);
+  if (d.editable !== false) problems.push(`${where}: editable (provisioned dashboards change in the TypeScript sources)`);
+  if (!Array.isArray(d.annotations?.list)) problems.push(`${where}: annotations.list missing`);
+  problems.push(...lintVariables(d, ctx, where));
+
+  const ids = (d.panels ?? []).flatMap((p) => (p.type === 'row' ? [p.id, ...(p as { panels: Panel[] }).panels.map((q) => q.id)] : [p.id]));
+  if (ids.some((id) => typeof id !== 'number')) problems.push(`${where}: a panel has no id`);
+  const dup = ids.filter((id, i) => ids.indexOf(id) !== i);
+  if (dup.length > 0) problems.push(`${where}: repeated panel ids ${dup.join(', ')}`);
+  for (const r of rowPanels(d)) if (!r.title) problems.push(`${where}: row ${r.id} has no title`);
+
+  const panels = allPanels(d);
+  const titles = panels.map((p) => p.title);
+  for (const t of new Set(titles.filter((t, i) => titles.indexOf(t) !== i))) problems.push(`${where}: panel title "${t}" repeated`);
+  for (const p of panels) problems.push(...lintPanel(p, ctx, where));
+  for (let i = 0; i < panels.length; i++) {
+    for (let j = i + 1; j < panels.length; j++) if (overlaps(panels[i], panels[j])) problems.push(`${where}: panels "${panels[i].title}" and "${panels[j].title}" overlap`);
+  }
+  for (const q of dashboardQueries(d).filter((x) => x.kind === 'annotation')) problems.push(...lintExpr(q.expr, ctx, `${where} ${q.panel}`));
+  return problems;
+}
+
+/** GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to dashes. */
+export function githubAnchor(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+/** Anchors of every ATX heading outside code fences. */
+export function markdownAnchors(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    if (fenced) continue;
+    const m = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (m) anchors.add(githubAnchor(m[1]));
+  }
+  return anchors;
+}

@@ -1,0 +1,127 @@
+// Small constructors over the SDK builders for the pieces every dashboard repeats.
+import {
+  DashboardLinkBuilder,
+  DashboardLinkType,
+  MappingType,
+  ThresholdsConfigBuilder,
+  ThresholdsMode,
+  type Threshold,
+  type ValueMapping,
+} from '@grafana/grafana-foundation-sdk/dashboard';
+import {
+  BigValueGraphMode,
+  LegendDisplayMode,
+  LegendPlacement,
+  ReduceDataOptionsBuilder,
+  SortOrder,
+  TooltipDisplayMode,
+  VizLegendOptionsBuilder,
+  VizTooltipOptionsBuilder,
+} from '@grafana/grafana-foundation-sdk/common';
+import { DataqueryBuilder, PromQueryFormat } from '@grafana/grafana-foundation-sdk/prometheus';
+import { PanelBuilder as StatPanelBuilder } from '@grafana/grafana-foundation-sdk/stat';
+import { PanelBuilder as StateTimelinePanelBuilder } from '@grafana/grafana-foundation-sdk/statetimeline';
+import { PanelBuilder as TimeseriesPanelBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
+import { type AlertName, DASHBOARD_TAG, DS, runbookUrl } from './conventions';
+
+/** A range query for graphs and timelines. */
+export function rangeQuery(refId: string, expr: string, legend = ''): DataqueryBuilder {
+  const q = new DataqueryBuilder().datasource(DS).refId(refId).expr(expr).range();
+  return legend === '' ? q : q.legendFormat(legend);
+}
+
+/** An instant query in table format, for table panels (one row per series). */
+export function tableQuery(refId: string, expr: string): DataqueryBuilder {
+  return new DataqueryBuilder().datasource(DS).refId(refId).expr(expr).instant().format(PromQueryFormat.Table);
+}
+
+/** An instant query for stat panels: the current value, not a reduction over the range. */
+export function statQuery(refId: string, expr: string, legend = ''): DataqueryBuilder {
+  const q = new DataqueryBuilder().datasource(DS).refId(refId).expr(expr).instant();
+  return legend === '' ? q : q.legendFormat(legend);
+}
+
+/** A heatmap query: increase per bucket, one series per `le`. */
+export function heatmapQuery(refId: string, expr: string): DataqueryBuilder {
+  return new DataqueryBuilder().datasource(DS).refId(refId).expr(expr).range().format(PromQueryFormat.Heatmap).legendFormat('{{le}}');
+}
+
+/** Panel links to the runbook sections of the alerts a panel helps to diagnose. */
+export function runbookLinks(...alerts: AlertName[]): DashboardLinkBuilder[] {
+  return alerts.map((a) => new DashboardLinkBuilder(`Runbook: ${a}`).type(DashboardLinkType.Link).url(runbookUrl(a)).targetBlank(true));
+}
+
+/** The dashboard-level dropdown to the other dashboards of the pack, keeping time and variables. */
+export function packLink(): DashboardLinkBuilder {
+  return new DashboardLinkBuilder('Hypha Serve dashboards')
+    .type(DashboardLinkType.Dashboards)
+    .tags([DASHBOARD_TAG])
+    .asDropdown(true)
+    .includeVars(true)
+    .keepTime(true);
+}
+
+export function runbookIndexLink(): DashboardLinkBuilder {
+  return new DashboardLinkBuilder('Runbooks')
+    .type(DashboardLinkType.Link)
+    .icon('doc')
+    .url(runbookUrl('HyphaServeAppRunningNotRegistered').replace(/#.*$/, ''))
+    .targetBlank(true);
+}
+
+/** Value → text and colour; `[value, text, color]` triples. */
+export function valueMap(entries: ReadonlyArray<readonly [number, string, string]>): ValueMapping {
+  const options: Record<string, { text: string; color: string; index: number }> = {};
+  entries.forEach(([value, text, color], index) => {
+    options[String(value)] = { text, color, index };
+  });
+  return { type: MappingType.ValueToText, options };
+}
+
+/** Absolute thresholds from a base colour and `[from, color]` steps. */
+export function thresholds(base: string, steps: ReadonlyArray<readonly [number, string]> = []): ThresholdsConfigBuilder {
+  const all: Threshold[] = [{ value: null, color: base }, ...steps.map(([value, color]) => ({ value, color }))];
+  return new ThresholdsConfigBuilder().mode(ThresholdsMode.Absolute).steps(all);
+}
+
+export const UP_DOWN = valueMap([
+  [0, 'DOWN', 'red'],
+  [1, 'UP', 'green'],
+]);
+
+/** A stat panel showing the current value of instant queries (no sparkline: there is no range). */
+export function statPanel(): StatPanelBuilder {
+  return new StatPanelBuilder()
+    .datasource(DS)
+    .graphMode(BigValueGraphMode.None)
+    .reduceOptions(new ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false));
+}
+
+/** Legend as a table on the right with the last and the maximum value. */
+export function legendTable(): VizLegendOptionsBuilder {
+  return new VizLegendOptionsBuilder().displayMode(LegendDisplayMode.Table).placement(LegendPlacement.Right).showLegend(true).calcs(['lastNotNull', 'max']);
+}
+
+/** Legend as a list under the panel (for state timelines: the colours of the states). */
+export function legendList(): VizLegendOptionsBuilder {
+  return new VizLegendOptionsBuilder().displayMode(LegendDisplayMode.List).placement(LegendPlacement.Bottom).showLegend(true);
+}
+
+/**
+ * A graph with a visible legend and a tooltip listing every series (the SDK's defaults hide the
+ * legend, unlike Grafana's own).
+ */
+export function timeseriesPanel(): TimeseriesPanelBuilder {
+  return new TimeseriesPanelBuilder()
+    .datasource(DS)
+    .legend(legendTable())
+    .tooltip(new VizTooltipOptionsBuilder().mode(TooltipDisplayMode.Multi).sort(SortOrder.Descending));
+}
+
+/** A state timeline with the legend of its states shown. */
+export function stateTimelinePanel(): StateTimelinePanelBuilder {
+  return new StateTimelinePanelBuilder()
+    .datasource(DS)
+    .legend(legendList())
+    .tooltip(new VizTooltipOptionsBuilder().mode(TooltipDisplayMode.Single).sort(SortOrder.None));
+}

@@ -1,0 +1,554 @@
+// "Serve ⇄ Hypha overview": for each Serve application, what Ray says, what the Hypha registry
+// says and what the BioEngine worker says, side by side; the counts an on-call person checks
+// first; and timelines to see since when.
+import { DashboardBuilder, DashboardCursorSync, RowBuilder, type Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
+import { BigValueColorMode, BigValueTextMode, StackingMode, TableCellDisplayMode, StackingConfigBuilder } from '@grafana/grafana-foundation-sdk/common';
+import { PanelBuilder as TablePanel } from '@grafana/grafana-foundation-sdk/table';
+import { APP_STATES, DASHBOARD_TAG, DEPLOYMENT_STATES, DS, REGISTRATION_STATES, sel, stateCode } from './lib/conventions';
+import { packLink, rangeQuery, runbookIndexLink, runbookLinks, stateTimelinePanel, statPanel, statQuery, tableQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
+import { appVariable, clusterVariable, datasourceVariable, instanceVariable, jobVariable, workspaceVariable } from './lib/variables';
+
+export const UID = 'hypha-serve-overview';
+
+const APP = sel(['cluster', 'app']);
+const REG = sel(['cluster', 'app', 'workspace']);
+
+const APP_STATUS_MAP = valueMap([
+  [0, 'other', 'text'],
+  [1, 'NOT_STARTED', 'text'],
+  [2, 'DEPLOYING', 'blue'],
+  [3, 'DEPLOY_FAILED', 'red'],
+  [4, 'RUNNING', 'green'],
+  [5, 'UNHEALTHY', 'orange'],
+  [6, 'DELETING', 'purple'],
+]);
+
+const DEPLOYMENT_STATUS_MAP = valueMap([
+  [0, 'other', 'text'],
+  [1, 'UPDATING', 'blue'],
+  [2, 'HEALTHY', 'green'],
+  [3, 'UNHEALTHY', 'orange'],
+  [4, 'DEPLOY_FAILED', 'red'],
+  [5, 'UPSCALING', 'super-light-green'],
+  [6, 'DOWNSCALING', 'super-light-green'],
+]);
+
+const REGISTRATION_MAP = valueMap([
+  [0, 'other', 'text'],
+  [1, 'registered', 'green'],
+  [2, 'missing: scaled to zero', 'orange'],
+  [3, 'missing: never registered', 'red'],
+  [4, 'missing: crashed', 'red'],
+  [5, 'missing: other', 'red'],
+]);
+
+const YES_NO_BAD_NO = valueMap([
+  [0, 'no', 'red'],
+  [1, 'yes', 'green'],
+]);
+
+function summaryRow(d: DashboardBuilder): void {
+  d.withRow(new RowBuilder('Now'));
+  d.withPanel(
+    statPanel()
+      .title('Apps RUNNING but not registered')
+      .description(
+        'Serve applications that Ray reports RUNNING while their expected Hypha service is absent from the registry ' +
+          '(recording rule cluster_app:hypha_serve_app_running_not_registered:bool). Callers get "Service not found" ' +
+          'although Ray and the worker look healthy; HyphaServeAppRunningNotRegistered pages after 5 minutes. ' +
+          'No value while the Ray or the Hypha source is down: the answer is unknown then.',
+      )
+      .datasource(DS)
+      .withTarget(statQuery('A', `sum(cluster_app:hypha_serve_app_running_not_registered:bool{${REG}})`))
+      .unit('short')
+      .decimals(0)
+      .thresholds(thresholds('green', [[1, 'red']]))
+      .colorMode(BigValueColorMode.Background)
+      .links(runbookLinks('HyphaServeAppRunningNotRegistered'))
+      .height(4)
+      .span(4),
+  );
+  d.withPanel(
+    statPanel()
+      .title('Deployments scaled to zero')
+      .description(
+        'Deployments idle at zero replicas by design (autoscaling min_replicas 0, target 0, status healthy). ' +
+          'Their application stays RUNNING and must stay registered in Hypha: the head-node proxy wakes them on the next request.',
+      )
+      .datasource(DS)
+      .withTarget(statQuery('A', `sum(hypha_serve_deployment_scaled_to_zero{${APP}})`))
+      .unit('short')
+      .decimals(0)
+      .thresholds(thresholds('blue'))
+      .height(4)
+      .span(4),
+  );
+  d.withPanel(
+    statPanel()
+      .title('Apps DEPLOY_FAILED or UNHEALTHY')
+      .description('Serve applications whose status is DEPLOY_FAILED or UNHEALTHY; HyphaServeAppUnhealthy warns after 10 minutes.')
+      .datasource(DS)
+      .withTarget(statQuery('A', `sum(hypha_serve_app_status{${APP},status=~"DEPLOY_FAILED|UNHEALTHY"})`))
+      .unit('short')
+      .decimals(0)
+      .thresholds(thresholds('green', [[1, 'red']]))
+      .colorMode(BigValueColorMode.Background)
+      .links(runbookLinks('HyphaServeAppUnhealthy'))
+      .height(4)
+      .span(4),
+  );
+  d.withPanel(
+    statPanel()
+      .title('Serve proxies ready')
+      .description(
+        'Serve HTTP proxies answering 200 on /-/healthz, of all proxies. At zero replicas worker-node proxies answer 503 by design; ' +
+          'only the head-node proxy must stay ready, since it takes the request that wakes a scaled-to-zero app.',
+      )
+      .datasource(DS)
+      .withTarget(statQuery('A', `sum(hypha_serve_proxy_ready{${sel(['cluster'])}})`, 'ready'))
+      .withTarget(statQuery('B', `count(hypha_serve_proxy_ready{${sel(['cluster'])}})`, 'proxies'))
+      .unit('short')
+      .decimals(0)
+      .thresholds(thresholds('blue'))
+      .textMode(BigValueTextMode.ValueAndName)
+      .links(runbookLinks('HyphaServeNoProxyCanWakeApps'))
+      .height(4)
+      .span(4),
+  );
+  d.withPanel(
+    statPanel()
+      .title('Upstream sources')
+      .description(
+        'Whether the exporter could sample each upstream (Ray cluster, Hypha server) on its last attempt. While one is down, ' +
+          'the series derived from it are absent and the correlation panels are blank rather than wrong.',
+      )
+      .datasource(DS)
+      .withTarget(statQuery('A', `min by (source, target) (hypha_serve_source_up{${sel()}})`, '{{source}} {{target}}'))
+      .unit('none')
+      .mappings([valueMap([[0, 'DOWN', 'red'], [1, 'UP', 'green']])])
+      .thresholds(thresholds('red', [[1, 'green']]))
+      .colorMode(BigValueColorMode.Background)
+      .textMode(BigValueTextMode.ValueAndName)
+      .links(runbookLinks('HyphaServeSourceDown'))
+      .height(4)
+      .span(4),
+  );
+  d.withPanel(
+    statPanel()
+      .title('Apps by Serve status')
+      .description('Number of Serve applications per status, as reported by the Serve REST API of each cluster.')
+      .datasource(DS)
+      .withTarget(statQuery('A', `count by (status) (hypha_serve_app_status{${APP}} == 1)`, '{{status}}'))
+      .unit('short')
+      .decimals(0)
+      .thresholds(thresholds('text'))
+      .textMode(BigValueTextMode.ValueAndName)
+      .height(4)
+      .span(4),
+  );
+}
+
+function applicationsRow(d: DashboardBuilder): void {
+  d.withRow(new RowBuilder('Applications'));
+  d.withPanel(
+    new TablePanel()
+      .title('Applications')
+      .description(
+        'One row per Serve application: Serve status, whether Ray has a status message for it, deployments, replicas ' +
+          '(summed over its deployments: RUNNING, target, min, max, deployments scaled to zero), the Hypha service it should ' +
+          'register and whether the registry has it, the registration state (its cause when missing), how long it has been ' +
+          'missing, and the status a BioEngine worker reports for it. "Unregistered for" is empty while every app is registered.',
+      )
+      .datasource(DS)
+      .withTarget(tableQuery('A', `max by (cluster, app, status) (hypha_serve_app_status{${APP}} == 1)`))
+      .withTarget(tableQuery('B', `count by (cluster, app) (hypha_serve_deployment_target_replicas{${APP}})`))
+      .withTarget(tableQuery('C', `sum by (cluster, app) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`))
+      .withTarget(tableQuery('D', `sum by (cluster, app) (hypha_serve_deployment_target_replicas{${APP}})`))
+      .withTarget(tableQuery('E', `sum by (cluster, app) (hypha_serve_deployment_min_replicas{${APP}})`))
+      .withTarget(tableQuery('F', `sum by (cluster, app) (hypha_serve_deployment_max_replicas{${APP}})`))
+      .withTarget(tableQuery('G', `sum by (cluster, app) (hypha_serve_deployment_scaled_to_zero{${APP}})`))
+      .withTarget(tableQuery('H', `max by (cluster, app, workspace, service) (hypha_serve_app_registered{${REG}})`))
+      .withTarget(tableQuery('I', `max by (cluster, app, state) (hypha_serve_app_registration_state{${APP}} == 1)`))
+      .withTarget(tableQuery('J', `time() - max by (cluster, app) (hypha_serve_app_unregistered_since_timestamp_seconds{${APP}})`))
+      .withTarget(
+        tableQuery(
+          'K',
+          `max by (app, worker, worker_status) (\n  label_replace(hypha_serve_worker_app_status{${sel(['app'])}} == 1, "worker_status", "$1", "status", "(.*)")\n)`,
+        ),
+      )
+      .withTarget(tableQuery('L', `max by (cluster, app) (hypha_serve_app_message_present{${APP}})`))
+      .withTransformation({ id: 'merge', options: {} })
+      .withTransformation({
+        id: 'organize',
+        options: {
+          excludeByName: { Time: true, 'Value #A': true, 'Value #I': true, 'Value #K': true },
+          indexByName: {
+            cluster: 0, app: 1, status: 2, 'Value #L': 3, 'Value #B': 4, 'Value #C': 5, 'Value #D': 6, 'Value #E': 7,
+            'Value #F': 8, 'Value #G': 9, workspace: 10, service: 11, 'Value #H': 12, state: 13, 'Value #J': 14,
+            worker: 15, worker_status: 16,
+          },
+          renameByName: {
+            status: 'Serve status',
+            'Value #L': 'Message',
+            'Value #B': 'Deployments',
+            'Value #C': 'Running',
+            'Value #D': 'Target',
+            'Value #E': 'Min',
+            'Value #F': 'Max',
+            'Value #G': 'At zero',
+            service: 'Hypha service',
+            'Value #H': 'Registered',
+            state: 'Registration',
+            'Value #J': 'Unregistered for',
+            worker: 'Worker',
+            worker_status: "Worker's status",
+          },
+        },
+      })
+      .unit('short')
+      .decimals(0)
+      .cellOptions({ type: TableCellDisplayMode.Auto })
+      .overrideByName('Unregistered for', [
+        { id: 'unit', value: 's' },
+        { id: 'custom.cellOptions', value: { type: TableCellDisplayMode.ColorText } },
+        { id: 'thresholds', value: { mode: 'absolute', steps: [{ value: null, color: 'orange' }, { value: 300, color: 'red' }] } },
+      ])
+      .overrideByName('Registered', [
+        { id: 'mappings', value: [YES_NO_BAD_NO] },
+        { id: 'custom.cellOptions', value: { type: TableCellDisplayMode.ColorText } },
+      ])
+      .overrideByName('Message', [
+        { id: 'mappings', value: [valueMap([[0, '', 'text'], [1, 'yes (see Ray)', 'orange']])] },
+        { id: 'custom.cellOptions', value: { type: TableCellDisplayMode.ColorText } },
+      ])
+      .overrideByName('Serve status', [
+        {
+          id: 'mappings',
+          value: [
+            {
+              type: 'value',
+              options: {
+                RUNNING: { text: 'RUNNING', color: 'green', index: 0 },
+                DEPLOYING: { text: 'DEPLOYING', color: 'blue', index: 1 },
+                DEPLOY_FAILED: { text: 'DEPLOY_FAILED', color: 'red', index: 2 },
+                UNHEALTHY: { text: 'UNHEALTHY', color: 'orange', index: 3 },
+              },
+            },
+          ],
+        },
+        { id: 'custom.cellOptions', value: { type: TableCellDisplayMode.ColorText } },
+      ])
+      .links(runbookLinks('HyphaServeAppRunningNotRegistered', 'HyphaServeAppUnhealthy', 'HyphaServeWorkerAppRunningNotRegistered'))
+      .height(9)
+      .span(24),
+  );
+  d.withPanel(
+    new TablePanel()
+      .title('Apps needing attention')
+      .description(
+        'Only the applications that need a look: Serve status other than RUNNING, a Hypha registration that is missing ' +
+          '(with its cause), or a status message from Ray (read it on the Ray dashboard or the exporter\'s status page). ' +
+          'Empty while healthy.',
+      )
+      .datasource(DS)
+      .withTarget(tableQuery('A', `max by (cluster, app, status) (hypha_serve_app_status{${APP},status!="RUNNING"} == 1)`))
+      .withTarget(tableQuery('B', `max by (cluster, app, state) (hypha_serve_app_registration_state{${APP},state!="registered"} == 1)`))
+      .withTarget(tableQuery('C', `max by (cluster, app) (hypha_serve_app_message_present{${APP}} == 1)`))
+      .withTransformation({ id: 'merge', options: {} })
+      .withTransformation({
+        id: 'organize',
+        options: {
+          excludeByName: { Time: true, 'Value #A': true, 'Value #B': true },
+          renameByName: { status: 'Serve status', state: 'Registration', 'Value #C': 'Ray message' },
+        },
+      })
+      .unit('short')
+      .overrideByName('Ray message', [{ id: 'mappings', value: [valueMap([[1, 'yes', 'orange']])] }])
+      .links(runbookLinks('HyphaServeAppUnhealthy', 'HyphaServeAppRunningNotRegistered'))
+      .height(6)
+      .span(12),
+  );
+  d.withPanel(
+    new TablePanel()
+      .title("BioEngine workers' view")
+      .description(
+        'What each BioEngine worker reports per application (status, and whether it believes the service is registered) next ' +
+          'to what the Hypha registry has. A worker saying RUNNING and registered while "Registry has it" is no is incident 1.',
+      )
+      .datasource(DS)
+      .withTarget(
+        tableQuery(
+          'A',
+          `max by (worker, app, worker_status) (\n  label_replace(hypha_serve_worker_app_status{${sel(['app'])}} == 1, "worker_status", "$1", "status", "(.*)")\n)`,
+        ),
+      )
+      .withTarget(tableQuery('B', `max by (worker, app) (hypha_serve_worker_app_service_registered{${sel(['app'])}})`))
+      .withTarget(tableQuery('C', `max by (app, service) (hypha_serve_app_registered{${REG}})`))
+      .withTransformation({ id: 'merge', options: {} })
+      .withTransformation({
+        id: 'organize',
+        options: {
+          excludeByName: { Time: true, 'Value #A': true },
+          renameByName: {
+            worker: 'Worker',
+            worker_status: "Worker's status",
+            'Value #B': 'Worker says registered',
+            service: 'Hypha service',
+            'Value #C': 'Registry has it',
+          },
+        },
+      })
+      .unit('short')
+      .overrideByName('Worker says registered', [{ id: 'mappings', value: [valueMap([[0, 'no', 'orange'], [1, 'yes', 'green']])] }])
+      .overrideByName('Registry has it', [
+        { id: 'mappings', value: [YES_NO_BAD_NO] },
+        { id: 'custom.cellOptions', value: { type: TableCellDisplayMode.ColorText } },
+      ])
+      .links(runbookLinks('HyphaServeWorkerAppRunningNotRegistered'))
+      .height(6)
+      .span(12),
+  );
+  d.withPanel(
+    new TablePanel()
+      .title('Deployments')
+      .description(
+        'One row per Serve deployment: status, RUNNING replicas, replicas on their way (STARTING, UPDATING, RECOVERING, ' +
+          'PENDING_MIGRATION), target, min and max, whether it autoscales and whether it is idle at zero by design.',
+      )
+      .datasource(DS)
+      .withTarget(tableQuery('A', `max by (cluster, app, deployment, status) (hypha_serve_deployment_status{${APP}} == 1)`))
+      .withTarget(tableQuery('B', `sum by (cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`))
+      .withTarget(
+        tableQuery('C', `sum by (cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state=~"STARTING|UPDATING|RECOVERING|PENDING_MIGRATION"})`),
+      )
+      .withTarget(tableQuery('D', `max by (cluster, app, deployment) (hypha_serve_deployment_target_replicas{${APP}})`))
+      .withTarget(tableQuery('E', `max by (cluster, app, deployment) (hypha_serve_deployment_min_replicas{${APP}})`))
+      .withTarget(tableQuery('F', `max by (cluster, app, deployment) (hypha_serve_deployment_max_replicas{${APP}})`))
+      .withTarget(tableQuery('G', `max by (cluster, app, deployment) (hypha_serve_deployment_autoscaling{${APP}})`))
+      .withTarget(tableQuery('H', `max by (cluster, app, deployment) (hypha_serve_deployment_scaled_to_zero{${APP}})`))
+      .withTransformation({ id: 'merge', options: {} })
+      .withTransformation({
+        id: 'organize',
+        options: {
+          excludeByName: { Time: true, 'Value #A': true },
+          renameByName: {
+            status: 'Status',
+            'Value #B': 'Running',
+            'Value #C': 'On their way',
+            'Value #D': 'Target',
+            'Value #E': 'Min',
+            'Value #F': 'Max',
+            'Value #G': 'Autoscaling',
+            'Value #H': 'At zero',
+          },
+        },
+      })
+      .unit('short')
+      .decimals(0)
+      .overrideByName('Autoscaling', [{ id: 'mappings', value: [valueMap([[0, 'no', 'text'], [1, 'yes', 'text']])] }])
+      .overrideByName('At zero', [{ id: 'mappings', value: [valueMap([[0, 'no', 'text'], [1, 'yes (idle)', 'blue']])] }])
+      .links(runbookLinks('HyphaServeDeploymentReplicasMismatch'))
+      .height(8)
+      .span(24),
+  );
+}
+
+function timelinesRow(d: DashboardBuilder): void {
+  d.withRow(new RowBuilder('Timelines'));
+  d.withPanel(
+    stateTimelinePanel()
+      .title('Serve application status')
+      .description('Status of each Serve application over time, as reported by the Serve REST API.')
+      .datasource(DS)
+      .withTarget(rangeQuery('A', stateCode('hypha_serve_app_status', APP, 'status', APP_STATES, ['cluster', 'app']), '{{app}} ({{cluster}})'))
+      .unit('none')
+      .mappings([APP_STATUS_MAP])
+      .thresholds(thresholds('text'))
+      .links(runbookLinks('HyphaServeAppUnhealthy'))
+      .height(8)
+      .span(12),
+  );
+  d.withPanel(
+    stateTimelinePanel()
+      .title('Hypha registration state')
+      .description(
+        "Registration of each application's expected Hypha service over time: registered, or missing with the exporter's " +
+          'best guess at the cause (scaled to zero, never registered, provider crashed, other). Gaps: the Ray or Hypha source was down.',
+      )
+      .datasource(DS)
+      .withTarget(
+        rangeQuery('A', stateCode('hypha_serve_app_registration_state', APP, 'state', REGISTRATION_STATES, ['cluster', 'app']), '{{app}} ({{cluster}})'),
+      )
+      .unit('none')
+      .mappings([REGISTRATION_MAP])
+      .thresholds(thresholds('text'))
+      .links(runbookLinks('HyphaServeAppRunningNotRegistered'))
+      .height(8)
+      .span(12),
+  );
+  d.withPanel(
+    stateTimelinePanel()
+      .title('Serve deployment status')
+      .description('Status of each Serve deployment over time. UPSCALING/DOWNSCALING are normal autoscaling, not faults.')
+      .datasource(DS)
+      .withTarget(
+        rangeQuery(
+          'A',
+          stateCode('hypha_serve_deployment_status', APP, 'status', DEPLOYMENT_STATES, ['cluster', 'app', 'deployment']),
+          '{{app}}/{{deployment}} ({{cluster}})',
+        ),
+      )
+      .unit('none')
+      .mappings([DEPLOYMENT_STATUS_MAP])
+      .thresholds(thresholds('text'))
+      .height(8)
+      .span(12),
+  );
+  d.withPanel(
+    stateTimelinePanel()
+      .title('Serve proxy readiness per node')
+      .description(
+        'Whether each node\'s Serve HTTP proxy answers 200 on /-/healthz. Worker-node proxies answer 503 while their ' +
+          'routers know no replicas (orange, expected at zero replicas); the head-node proxy must stay ready (red when not).',
+      )
+      .datasource(DS)
+      .withTarget(
+        rangeQuery(
+          'A',
+          `max by (cluster, node_ip, node_id) (\n  hypha_serve_proxy_ready{${sel(['cluster'])}} + 2 * hypha_serve_proxy_head{${sel(['cluster'])}}\n)`,
+          '{{node_ip}} ({{cluster}})',
+        ),
+      )
+      .unit('none')
+      .mappings([
+        valueMap([
+          [0, 'worker: not ready', 'orange'],
+          [1, 'worker: ready', 'green'],
+          [2, 'head: NOT READY', 'red'],
+          [3, 'head: ready', 'green'],
+        ]),
+      ])
+      .thresholds(thresholds('text'))
+      .links(runbookLinks('HyphaServeNoProxyCanWakeApps'))
+      .height(8)
+      .span(12),
+  );
+}
+
+function replicasRow(d: DashboardBuilder): void {
+  d.withRow(new RowBuilder('Replicas'));
+  d.withPanel(
+    timeseriesPanel()
+      .title('RUNNING replicas and target')
+      .description('RUNNING replicas and the replica count Serve targets, per deployment. The target drops to 0 when an app scales to zero.')
+      .datasource(DS)
+      .withTarget(rangeQuery('A', `sum by (cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`, '{{app}}/{{deployment}} running'))
+      .withTarget(rangeQuery('B', `max by (cluster, app, deployment) (hypha_serve_deployment_target_replicas{${APP}})`, '{{app}}/{{deployment}} target'))
+      .unit('short')
+      .decimals(0)
+      .min(0)
+      .height(8)
+      .span(8),
+  );
+  d.withPanel(
+    timeseriesPanel()
+      .title('Replicas short of target')
+      .description(
+        'Target minus RUNNING replicas per deployment (negative: surplus while downscaling). Short while scaling is normal; ' +
+          'HyphaServeDeploymentReplicasMismatch warns when it lasts 15 minutes with a constant, non-zero target.',
+      )
+      .datasource(DS)
+      .withTarget(rangeQuery('A', `cluster_app_deployment:hypha_serve_deployment_replicas:target_minus_running{${APP}}`, '{{app}}/{{deployment}}'))
+      .unit('short')
+      .decimals(0)
+      .links(runbookLinks('HyphaServeDeploymentReplicasMismatch'))
+      .height(8)
+      .span(8),
+  );
+  d.withPanel(
+    timeseriesPanel()
+      .title('Replicas by state')
+      .description('All replicas of the selected applications by replica state, stacked.')
+      .datasource(DS)
+      .withTarget(rangeQuery('A', `sum by (state) (hypha_serve_deployment_replicas{${APP}})`, '{{state}}'))
+      .unit('short')
+      .decimals(0)
+      .min(0)
+      .stacking(new StackingConfigBuilder().mode(StackingMode.Normal))
+      .fillOpacity(30)
+      .height(8)
+      .span(8),
+  );
+}
+
+function registrationRow(d: DashboardBuilder): void {
+  d.withRow(new RowBuilder('Hypha registration'));
+  d.withPanel(
+    timeseriesPanel()
+      .title('Unregistered for')
+      .description('How long each application\'s expected Hypha service has been missing from the registry. Empty while every app is registered.')
+      .datasource(DS)
+      .withTarget(rangeQuery('A', `time() - hypha_serve_app_unregistered_since_timestamp_seconds{${APP}}`, '{{app}} ({{cluster}})'))
+      .unit('s')
+      .min(0)
+      .links(runbookLinks('HyphaServeAppRunningNotRegistered'))
+      .height(8)
+      .span(8),
+  );
+  d.withPanel(
+    stateTimelinePanel()
+      .title('Registered under another client id')
+      .description(
+        "1 while an application's service is registered, but by a different Hypha client than the one the exporter last saw: " +
+          'the provider re-registered, and proxies cached before that are stale.',
+      )
+      .datasource(DS)
+      .withTarget(rangeQuery('A', `max by (cluster, app) (hypha_serve_app_registration_client_id_mismatch{${APP}})`, '{{app}} ({{cluster}})'))
+      .unit('none')
+      .mappings([valueMap([[0, 'same client', 'green'], [1, 'other client', 'orange']])])
+      .thresholds(thresholds('text'))
+      .height(8)
+      .span(8),
+  );
+  d.withPanel(
+    timeseriesPanel()
+      .title('Registration client id changes')
+      .description('How often each application\'s service came back under a new Hypha client id (per rate interval).')
+      .datasource(DS)
+      .withTarget(
+        rangeQuery('A', `sum by (cluster, app) (increase(hypha_serve_app_registration_client_id_changes_total{${APP}}[$__rate_interval]))`, '{{app}} ({{cluster}})'),
+      )
+      .unit('short')
+      .min(0)
+      .links(runbookLinks('HyphaServiceClientIdChurn'))
+      .height(8)
+      .span(8),
+  );
+}
+
+export function build(): Dashboard {
+  const d = new DashboardBuilder('Serve ⇄ Hypha overview')
+    .uid(UID)
+    .id(null)
+    .description('Ray Serve applications next to their Hypha service registrations: what runs, what callers can reach, since when.')
+    .tags([DASHBOARD_TAG, 'ray-serve', 'hypha'])
+    .readonly()
+    .refresh('30s')
+    .time({ from: 'now-3h', to: 'now' })
+    .timezone('browser')
+    .tooltip(DashboardCursorSync.Crosshair)
+    .link(packLink())
+    .link(runbookIndexLink())
+    .withVariable(datasourceVariable())
+    .withVariable(jobVariable())
+    .withVariable(instanceVariable())
+    .withVariable(clusterVariable())
+    .withVariable(appVariable())
+    .withVariable(workspaceVariable());
+  summaryRow(d);
+  applicationsRow(d);
+  timelinesRow(d);
+  replicasRow(d);
+  registrationRow(d);
+  return d.build();
+}
