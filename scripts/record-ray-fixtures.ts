@@ -14,7 +14,6 @@ import {
   DeploymentJson,
   HttpReply,
   RayCluster,
-  ServeDeployConfig,
   ServeDetailsJson,
   rayAppConfig,
   startRay,
@@ -203,22 +202,8 @@ function errorCode(e: unknown): string {
 const app = (d: ServeDetailsJson, name: string): AppJson | undefined => d.applications[name];
 const dep = (d: ServeDetailsJson, a: string, n: string): DeploymentJson | undefined => app(d, a)?.deployments?.[n];
 
-/** Ray < 2.41 has no downscale_to_zero_delay_s (downscale_delay_s governs 1 -> 0 there) and rejects unknown keys. */
-function forVersion(cfg: ServeDeployConfig, rayVersion: string): ServeDeployConfig {
-  const [maj, min] = rayVersion.split('.').map(Number);
-  if (maj > 2 || (maj === 2 && min >= 41)) return cfg;
-  const copy = JSON.parse(JSON.stringify(cfg)) as ServeDeployConfig;
-  for (const a of copy.applications) {
-    for (const d of a.deployments ?? []) {
-      const ac = d.autoscaling_config as Record<string, unknown> | undefined;
-      if (ac) delete ac.downscale_to_zero_delay_s;
-    }
-  }
-  return copy;
-}
-
 async function record(ray: RayCluster, rec: Recorder): Promise<void> {
-  const cfg = (...files: string[]) => forVersion(rayAppConfig(...files), ray.rayVersion);
+  const cfg = rayAppConfig;
   const TWO = 'two-step';
 
   rec.saveReply('ray-version', 'GET /api/ray/version', await ray.dashboardGet('/api/ray/version'));

@@ -106,7 +106,10 @@ export interface RayCluster {
   /** The `ray start` process (its log file holds the CLI output). */
   proc: Proc;
 
-  /** PUT the declarative config (YAML text or object) to /api/serve/applications/. Replaces all apps. */
+  /**
+   * PUT the declarative config (YAML text or object) to /api/serve/applications/. Replaces all apps.
+   * Adds proxy_location HeadOnly and http_options {127.0.0.1, serveHttpPort}; see adaptConfigToRay().
+   */
   deploy(config: string | ServeDeployConfig): Promise<void>;
   /** Parsed GET /api/serve/applications/ (throws unless 200). */
   getApplications(): Promise<ServeDetailsJson>;
@@ -128,6 +131,8 @@ export interface RayCluster {
   dashboardGet(route: string, timeoutMs?: number): Promise<HttpReply>;
   /** Kill only the dashboard (and its module subprocesses): the REST API goes down, Ray and Serve keep running. */
   stopDashboard(): Promise<void>;
+  /** After stopDashboard(): start the dashboard again with the same command line and port; resolves once the Serve REST API answers. */
+  restartDashboard(timeoutMs?: number): Promise<void>;
   /** PIDs of live processes that belong to this cluster (hold files under tempDir or descend from `ray start`). */
   sessionPids(): number[];
   /** Tear everything down, verify nothing of this cluster survives (throws otherwise), remove tempDir. */
@@ -233,7 +238,8 @@ function killSame(info: ProcInfo): void {
 
 /**
  * node:http rather than fetch: undici always sends `Sec-Fetch-Mode`, and Ray's dashboard treats
- * that as browser traffic and answers 405 to PUT/DELETE.
+ * that as browser traffic and answers 405 to PUT/DELETE. A User-Agent is required: Ray 2.40's
+ * dashboard reads it unconditionally and answers 500 (KeyError) without one.
  */
 function httpRequest(method: string, url: string, body?: string, timeoutMs = 10_000): Promise<HttpReply> {
   return new Promise((resolve, reject) => {
@@ -242,7 +248,10 @@ function httpRequest(method: string, url: string, body?: string, timeoutMs = 10_
       {
         method,
         timeout: timeoutMs,
-        headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        headers: {
+          'user-agent': 'hypha-serve-exporter-test-harness',
+          ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }),
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -284,6 +293,24 @@ function stripAnsi(s: string): string {
   return s.replace(/\x1b\[[0-9;]*m/g, '');
 }
 
+/**
+ * Drop config keys an older Ray rejects (its schemas forbid unknown keys). downscale_to_zero_delay_s
+ * came with ray-project/ray PR #56573 (merged 2025-09, so 2.50); before it downscale_delay_s also
+ * governs the last step to zero.
+ */
+export function adaptConfigToRay(cfg: ServeDeployConfig, rayVersion: string): ServeDeployConfig {
+  const [maj, min] = rayVersion.split('.').map(Number);
+  if (maj > 2 || (maj === 2 && min >= 50)) return cfg;
+  const copy = JSON.parse(JSON.stringify(cfg)) as ServeDeployConfig;
+  for (const a of copy.applications) {
+    for (const d of a.deployments ?? []) {
+      const ac = d.autoscaling_config as Record<string, unknown> | undefined;
+      if (ac) delete ac.downscale_to_zero_delay_s;
+    }
+  }
+  return copy;
+}
+
 function toConfig(config: string | ServeDeployConfig): ServeDeployConfig {
   const parsed = typeof config === 'string' ? (YAML.parse(config) as ServeDeployConfig) : config;
   if (!parsed || !Array.isArray(parsed.applications)) throw new Error('Serve config needs an applications list');
@@ -309,14 +336,10 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
     '--metrics-export-port',
     '--dashboard-grpc-port', // ≤ ~2.4x only
   ].filter((f) => flags.has(f));
-  const WORKER_PORTS = 40;
   // + dashboard and autoscaler Prometheus ports (env only) + Serve HTTP proxy port.
-  const ports = await freePorts(named.length + WORKER_PORTS + 3);
+  const ports = await freePorts(named.length + 3);
   const portOf = new Map(named.map((f, i) => [f, ports[i]]));
-  let next = named.length;
-  const workerPorts = ports.slice(next, next + WORKER_PORTS);
-  next += WORKER_PORTS;
-  const [dashboardMetricPort, autoscalerMetricPort, serveHttpPort] = ports.slice(next);
+  const [dashboardMetricPort, autoscalerMetricPort, serveHttpPort] = ports.slice(named.length);
 
   const args = [
     'start', '--head', '--block',
@@ -326,7 +349,10 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
     '--num-cpus', String(opts.numCpus ?? 2),
     '--object-store-memory', String(opts.objectStoreMemoryBytes ?? 100_000_000),
     '--disable-usage-stats',
-    '--worker-port-list', workerPorts.join(','),
+    // 0/0: each worker binds a kernel-chosen port when it starts. A pre-picked list would be
+    // bound minutes later, long after another process may have been handed the same port.
+    '--min-worker-port', '0',
+    '--max-worker-port', '0',
   ];
   for (const [flag, port] of portOf) args.push(flag, String(port));
 
@@ -356,6 +382,8 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
   const dashboardUrl = `http://127.0.0.1:${portOf.get('--dashboard-port')}`;
   const serveUrl = `http://127.0.0.1:${serveHttpPort}`;
   let lastConfig: ServeDeployConfig = { applications: [] };
+  let dashboardLaunch: { argv: string[]; env: Record<string, string>; cwd: string } | undefined;
+  const restartedDashboards: Proc[] = [];
 
   const sessionPids = () => clusterProcesses(proc.pid, tempDir).map((p) => p.pid);
 
@@ -372,6 +400,7 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
     clearTimeout(timer);
     const before = clusterProcesses(proc.pid, tempDir);
     await proc.stop('SIGKILL', 1_000);
+    for (const d of restartedDashboards) await d.stop('SIGKILL', 1_000);
     for (const p of before) killSame(p);
     await waitFor(
       `no process of the Ray cluster in ${tempDir} left`,
@@ -404,8 +433,9 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
     const version = JSON.parse((await httpGet(`${dashboardUrl}/api/ray/version`)).body) as { ray_version: string };
     rayVersion = version.ray_version;
   } catch (e) {
+    const logs = tailDashboardLogs(tempDir);
     await stop().catch(() => undefined);
-    throw e;
+    throw new Error(`${(e as Error).message}\n--- dashboard logs ---\n${logs}`);
   }
   const ipMatch = /Local node IP:\s*(\S+)/.exec(stripAnsi(proc.output()));
   const headNodeIp = ipMatch ? ipMatch[1] : '127.0.0.1';
@@ -418,7 +448,7 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
   };
 
   const deploy = async (config: string | ServeDeployConfig): Promise<void> => {
-    const cfg = toConfig(config);
+    const cfg = adaptConfigToRay(toConfig(config), rayVersion);
     const body = {
       ...cfg,
       proxy_location: 'HeadOnly',
@@ -482,6 +512,17 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
         }
       });
       if (!dash) throw new Error('Ray dashboard process not found');
+      dashboardLaunch = {
+        argv: fs.readFileSync(`/proc/${dash.pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== ''),
+        env: Object.fromEntries(
+          fs
+            .readFileSync(`/proc/${dash.pid}/environ`, 'utf8')
+            .split('\0')
+            .filter((kv) => kv.includes('='))
+            .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+        ),
+        cwd: fs.readlinkSync(`/proc/${dash.pid}/cwd`),
+      };
       const all = clusterProcesses(proc.pid, tempDir);
       const family = new Set([dash.pid]);
       for (let grew = true; grew; ) {
@@ -510,10 +551,39 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
         10_000,
       );
     },
+    async restartDashboard(timeoutMs = 60_000) {
+      if (!dashboardLaunch) throw new Error('restartDashboard() needs a previous stopDashboard()');
+      const [cmd, ...rest] = dashboardLaunch.argv;
+      // Outside the CLI's process group; stop() still finds it through its log files under tempDir.
+      const p = startProc('ray-dashboard', cmd, rest, { env: dashboardLaunch.env, cwd: dashboardLaunch.cwd });
+      restartedDashboards.push(p);
+      await waitFor(
+        'restarted Ray dashboard Serve REST API',
+        async () => {
+          if (p.child.exitCode !== null) throw new Error(`dashboard exited (${p.child.exitCode}): ${p.output().slice(-2000)}`);
+          return (await getApplicationsRaw()).status === 200;
+        },
+        timeoutMs,
+        250,
+      );
+    },
     sessionPids,
     stop,
   };
   return cluster;
+}
+
+function tailDashboardLogs(tempDir: string): string {
+  const dir = path.join(tempDir, 'session_latest', 'logs');
+  return ['dashboard.err', 'dashboard.log']
+    .map((f) => {
+      try {
+        return `${f}:\n${fs.readFileSync(path.join(dir, f), 'utf8').split('\n').slice(-40).join('\n')}`;
+      } catch {
+        return `${f}: (missing)`;
+      }
+    })
+    .join('\n');
 }
 
 /** Compact status view for error messages and logs. */

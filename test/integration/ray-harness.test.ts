@@ -66,6 +66,10 @@ describe('real Ray Serve harness', () => {
     await cluster.stopDashboard();
     await expect(cluster.getApplicationsRaw()).rejects.toThrow(/ECONNREFUSED/);
     expect(await cluster.request('/two-step?text=still')).toMatchObject({ status: 200, body: 'STILL' });
+    const t4 = Date.now();
+    await cluster.restartDashboard();
+    console.log(`dashboard restart until the REST API answered: ${Date.now() - t4} ms`);
+    expect((await cluster.getApplications()).applications['two-step'].status).toBe('RUNNING');
 
     const pids = cluster.sessionPids();
     expect(pids.length).toBeGreaterThan(5);

@@ -126,11 +126,14 @@ describe('Ray Serve source through the exporter', () => {
   it('sends the bearer token and never shows it in metrics or logs', async () => {
     const token = 'ray-token-very-secret-42';
     let seen = '';
-    up.set((req, res) => { seen = String(req.headers.authorization); res.writeHead(500); res.end(`echo ${seen}`); });
+    let agent = '';
+    up.set((req, res) => { seen = String(req.headers.authorization); agent = String(req.headers['user-agent']); res.writeHead(500); res.end(`echo ${seen}`); });
     const h = exporterWithConfig(config('    bearer_token_env: RAYTOK\n'), { RAYTOK: token });
     h.exporter.start();
     await h.exporter.settled();
     expect(seen).toBe(`Bearer ${token}`);
+    // Ray 2.40 answers 500 without a User-Agent.
+    expect(agent).toMatch(/^hypha-serve-exporter\//);
     const text = await h.exporter.metrics.render();
     expect(text).not.toContain(token);
     expect(h.lines.join('')).not.toContain(token);

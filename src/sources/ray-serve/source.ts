@@ -7,8 +7,10 @@ import { scrub } from '../../util/secret';
 import { httpGet } from '../http-get';
 import { Poller, Source } from '../poller';
 import { parseServeInstance } from './parse';
+import { VERSION } from '../../version';
 
 const HEALTHZ_MAX_BYTES = 4096;
+const USER_AGENT = `hypha-serve-exporter/${VERSION}`;
 
 /** Samples one Ray cluster's Serve REST API (and its proxies' /-/healthz) in the background. */
 export class RayServeSource implements Source {
@@ -54,7 +56,8 @@ export class RayServeSource implements Source {
   async #sample(): Promise<void> {
     const started = performance.now();
     const url = `${this.cfg.dashboardUrl}/api/serve/applications/`;
-    const headers: Record<string, string> = { accept: 'application/json' };
+    // Ray 2.40's dashboard answers 500 to a request without a User-Agent.
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
     if (this.cfg.token) headers.authorization = `Bearer ${this.cfg.token.reveal()}`;
     try {
       const res = await httpGet(url, { timeoutMs: this.cfg.timeoutMs, maxBytes: this.cfg.maxResponseBytes, headers });
@@ -120,7 +123,7 @@ export class RayServeSource implements Source {
         if (p.nodeIp === '') return p;
         const host = p.nodeIp.includes(':') ? `[${p.nodeIp}]` : p.nodeIp;
         try {
-          const r = await httpGet(`http://${host}:${httpPort}/-/healthz`, { timeoutMs: this.cfg.proxyProbe.timeoutMs, maxBytes: HEALTHZ_MAX_BYTES });
+          const r = await httpGet(`http://${host}:${httpPort}/-/healthz`, { timeoutMs: this.cfg.proxyProbe.timeoutMs, maxBytes: HEALTHZ_MAX_BYTES, headers: { 'user-agent': USER_AGENT } });
           return { ...p, ready: r.status === 200, readyDetail: `HTTP ${r.status}: ${r.body.trim().slice(0, 100)}` };
         } catch (e) {
           return { ...p, ready: false, readyDetail: errorMessage(e) };
