@@ -1,0 +1,125 @@
+/**
+ * The whole chain on loopback, started once and shared: a real Hypha server (with
+ * its artifact manager on moto S3), a real Ray Serve cluster, the exporter CLI,
+ * Prometheus with the shipped rules (or their test override), Alertmanager with
+ * the example routing, and a webhook receiver standing in for pager and chat.
+ * Used by the end-to-end replays and by the demo. Every process ends by PID.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Alertmanager, startAlertmanager } from './alertmanager';
+import { HyphaHandle, startHypha } from './hypha';
+import { freePort } from './ports';
+import { PrometheusServer, startPrometheus } from './prometheus';
+import { artifactsDir, Proc, repoRoot, startProc, waitFor } from './proc';
+import { RayCluster, startRay } from './ray';
+import { overriddenRuleFiles } from './rules-override';
+import { startWebhookReceiver } from './webhook-receiver';
+
+export const EXPORTER_JOB = 'hypha-serve-exporter';
+
+export interface StackOptions {
+  /** Divide every alert's `for:` by this (1 = shipped rules). */
+  forDivisor: number;
+  /** Exporter sampling interval and upstream timeout. */
+  sampleInterval: string;
+  sampleTimeout: string;
+  scrapeInterval: string;
+  evaluationInterval: string;
+  /** Alertmanager route timers (undefined = the example's). */
+  groupWait?: string;
+  groupInterval?: string;
+  /** Canary re-resolve policy of the watched artifact manager. */
+  canaryReresolveAfter: string;
+  /** Hypha's fixed server id at start (restarts may change it). */
+  hyphaServerId?: string;
+  /** Extra YAML appended to the exporter config (e.g. registration mapping). */
+  exporterExtraConfig?: (s: { hypha: HyphaHandle; ray: RayCluster }) => string;
+  log?: (msg: string) => void;
+}
+
+export interface Stack {
+  hypha: HyphaHandle;
+  ray: RayCluster;
+  exporter: Proc;
+  exporterUrl: string;
+  exporterConfigFile: string;
+  prometheus: PrometheusServer;
+  alertmanager: Alertmanager;
+  receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+  pagesLog: string;
+  stop(): Promise<void>;
+}
+
+export function exporterConfig(o: StackOptions, hypha: HyphaHandle, ray: RayCluster): string {
+  return [
+    'global:',
+    `  interval: ${o.sampleInterval}`,
+    `  timeout: ${o.sampleTimeout}`,
+    'ray_clusters:',
+    '  - name: local',
+    `    dashboard_url: ${ray.dashboardUrl}`,
+    'hypha:',
+    '  name: local',
+    `  server_url: ${hypha.url}`,
+    '  bearer_token_env: HYPHA_TOKEN',
+    'watched_services:',
+    '  - service: public/artifact-manager',
+    '    canary:',
+    `      reresolve_after: ${o.canaryReresolveAfter}`,
+    o.exporterExtraConfig ? o.exporterExtraConfig({ hypha, ray }) : '',
+  ].join('\n') + '\n';
+}
+
+export async function startStack(o: StackOptions): Promise<Stack> {
+  const log = o.log ?? ((m: string) => process.stdout.write(`${m}\n`));
+  const started: { stop(): Promise<void> }[] = [];
+  const stopAll = async () => {
+    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+  };
+  try {
+    const t0 = Date.now();
+    const since = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s`;
+    log(`[stack ${since()}] starting Hypha (artifact manager on moto S3) and Ray Serve`);
+    const [hypha, ray] = await Promise.all([startHypha({ enableS3: true, serverId: o.hyphaServerId }), startRay()]);
+    started.push(hypha, ray);
+    log(`[stack ${since()}] Hypha ${hypha.url}, Ray dashboard ${ray.dashboardUrl}`);
+    const pagesLog = path.join(artifactsDir(), `pages-${Date.now()}.log`);
+    const receiver = await startWebhookReceiver(pagesLog);
+    started.push({ stop: () => receiver.close() });
+    const alertmanager = await startAlertmanager({ webhookBase: receiver.url, groupWait: o.groupWait, groupInterval: o.groupInterval, repeatInterval: o.groupWait ? '1h' : undefined });
+    started.push(alertmanager);
+    log(`[stack ${since()}] Alertmanager ${alertmanager.url} → webhook receiver ${receiver.url} (pages logged to ${pagesLog})`);
+
+    const dir = path.join(repoRoot(), '.tmp', `stack-${process.pid}-${Date.now()}`);
+    fs.mkdirSync(dir, { recursive: true });
+    const exporterConfigFile = path.join(dir, 'exporter.yml');
+    fs.writeFileSync(exporterConfigFile, exporterConfig(o, hypha, ray));
+    const port = await freePort();
+    const exporter = startProc('stack-exporter', process.execPath, [
+      path.join(repoRoot(), 'dist', 'src', 'main.js'), `--config.file=${exporterConfigFile}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=debug',
+    ], { env: { ...process.env, HYPHA_TOKEN: hypha.rootToken } });
+    started.push(exporter);
+    const exporterUrl = `http://127.0.0.1:${port}`;
+    await waitFor('exporter ready', async () => (await fetch(`${exporterUrl}/-/ready`)).ok, 60_000);
+    log(`[stack ${since()}] exporter ${exporterUrl}`);
+
+    const rules = o.forDivisor === 1
+      ? { files: ['alerts.yml', 'recording.yml'].map((f) => path.join(repoRoot(), 'rules', f)), dir: '' }
+      : overriddenRuleFiles({ forDivisor: o.forDivisor, minFor: '5s' });
+    const prometheus = await startPrometheus({
+      scrapeTargets: [{ job: EXPORTER_JOB, targets: [`127.0.0.1:${port}`], honorLabels: true }],
+      ruleFiles: rules.files,
+      scrapeInterval: o.scrapeInterval,
+      evaluationInterval: o.evaluationInterval,
+      alertmanagerUrl: alertmanager.url,
+    });
+    started.push(prometheus);
+    await prometheus.waitForTargetsUp(60_000, EXPORTER_JOB);
+    log(`[stack ${since()}] Prometheus ${prometheus.url} scraping the exporter, rules loaded`);
+    return { hypha, ray, exporter, exporterUrl, exporterConfigFile, prometheus, alertmanager, receiver, pagesLog, stop: async () => { await stopAll(); fs.rmSync(dir, { recursive: true, force: true }); if (rules.dir) fs.rmSync(rules.dir, { recursive: true, force: true }); } };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}

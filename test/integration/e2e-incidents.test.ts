@@ -1,0 +1,81 @@
+// End-to-end replays: a real fault in real Hypha / Ray Serve → exporter → Prometheus
+// evaluating the shipped rules (with the documented test override: `for:` ÷ 10) →
+// Alertmanager with the example routing → a page at the webhook receiver.
+// Services start once for the suite; every process ends by PID.
+import { Stack, startStack } from '../harness/stack';
+import { waitFor } from '../harness/proc';
+import { rayAppConfig } from '../harness/ray';
+import { firingInPrometheus, pagesSince, recordTime, sleep, waitForPage } from '../helpers/e2e';
+
+jest.setTimeout(900_000);
+
+const FOR_DIVISOR = 10;
+
+describe('end-to-end incident replays', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({
+      forDivisor: FOR_DIVISOR,
+      sampleInterval: '1s',
+      sampleTimeout: '3s',
+      scrapeInterval: '1s',
+      evaluationInterval: '1s',
+      groupWait: '1s',
+      groupInterval: '2s',
+      canaryReresolveAfter: '40s',
+      hyphaServerId: 'e2e-fixed',
+    });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  const metric = async (expr: string) => (await stack.prometheus.vector(expr)).map((s) => Number(s.value[1]));
+
+  it('benign: Hypha restarts with the same server id → no stale-proxy page', async () => {
+    await waitFor('artifact manager watched', async () => (await metric('hypha_serve_service_providers{service="public/artifact-manager"}'))[0] === 1, 120_000, 500);
+    const t0 = Date.now();
+    await stack.hypha.restart({ serverId: 'e2e-fixed' });
+    await waitFor('exporter sees Hypha again', async () => (await metric('min(hypha_serve_source_up{source="hypha"})'))[0] === 1, 120_000, 500);
+    // Longer than the overridden for: (2m ÷ 10) plus group_wait, after recovery.
+    await sleep(30_000);
+    expect(pagesSince(stack, 'HyphaServiceCachedProxyStale', t0)).toBe(0);
+    expect(await metric('max(hypha_serve_service_cached_stale)')).toEqual([0]);
+  });
+
+  it('Hypha down longer than the grace → only the source-down page; resolves after recovery', async () => {
+    const t0 = Date.now();
+    await stack.hypha.stopServer();
+    const page = await waitForPage(stack, 'HyphaServeSourceDown', t0, 180_000, { source: 'hypha' }, '/pager');
+    recordTime('Hypha down', 'HyphaServeSourceDown', page.ms);
+    for (const a of ['HyphaServiceCachedProxyStale', 'HyphaServeAppRunningNotRegistered', 'HyphaServiceCachedProbeFailing', 'HyphaServiceProbeFailing']) {
+      expect(pagesSince(stack, a, t0)).toBe(0);
+    }
+    const t1 = Date.now();
+    await stack.hypha.startServer({ serverId: 'e2e-fixed' });
+    await waitFor('source-down resolved', async () => !(await firingInPrometheus(stack)).includes('HyphaServeSourceDown'), 180_000, 1000);
+    await waitFor('resolved notification', async () => stack.receiver.pages.some((p) => p.receivedAt >= t1 && p.alerts.some((a) => a.status === 'resolved' && a.labels.alertname === 'HyphaServeSourceDown')), 60_000, 500);
+    expect(pagesSince(stack, 'HyphaServiceCachedProxyStale', t0)).toBe(0);
+  });
+
+  it('incident 2: Hypha restarts under a new server id → HyphaServiceCachedProxyStale paged', async () => {
+    const t0 = Date.now();
+    await stack.hypha.restart({ serverId: undefined });
+    const page = await waitForPage(stack, 'HyphaServiceCachedProxyStale', t0, 240_000, { service: 'public/artifact-manager', holder: 'exporter' }, '/pager');
+    recordTime('incident 2 (artifact manager re-registered)', 'HyphaServiceCachedProxyStale', page.ms);
+    expect(page.annotations.description).toMatch(/public\/artifact-manager/);
+    // The fresh path works while the cached one does not.
+    expect(await metric('hypha_serve_service_probe_success{service="public/artifact-manager",via="fresh"}')).toEqual([1]);
+  });
+
+  it('a crashed deployment → the Serve alert (chat), and no not-registered page', async () => {
+    const t0 = Date.now();
+    await stack.ray.deploy(rayAppConfig('crash-on-start.yaml'));
+    const page = await waitForPage(stack, 'HyphaServeAppUnhealthy', t0, 300_000, { app: 'crash-on-start' }, '/chat');
+    recordTime('crashed deployment', 'HyphaServeAppUnhealthy', page.ms);
+    expect(pagesSince(stack, 'HyphaServeAppRunningNotRegistered', t0, { app: 'crash-on-start' })).toBe(0);
+    await stack.ray.deleteAllApps();
+  });
+});
