@@ -14,6 +14,9 @@ export class ExporterMetrics implements MetricsSection {
   readonly #age;
   readonly #duration;
   readonly #errors;
+  readonly #rss;
+  readonly #heap;
+  readonly #cpu;
 
   constructor(r: Registry) {
     gauge(r, 'hypha_serve_exporter_build_info', 'Build of the exporter; always 1.', ['version', 'revision', 'nodejs'])
@@ -25,6 +28,11 @@ export class ExporterMetrics implements MetricsSection {
     this.#age = gauge(r, 'hypha_serve_source_sample_age_seconds', 'Age of the data served for the upstream: now minus the last successful sample.', SRC);
     this.#duration = gauge(r, 'hypha_serve_source_sample_duration_seconds', 'Duration of the last sample attempt of the upstream.', SRC);
     this.#errors = counter(r, 'hypha_serve_source_errors_total', 'Failed samples of the upstream by reason.', [...SRC, 'reason']);
+    // The process's own footprint, in the exporter's namespace (prom-client's default set fails promtool's lint).
+    gauge(r, 'hypha_serve_exporter_start_time_seconds', 'When the exporter process started (Unix seconds).', []).set(Math.round(Date.now() / 1000 - process.uptime()));
+    this.#rss = gauge(r, 'hypha_serve_exporter_resident_memory_bytes', 'Resident memory of the exporter process.', []);
+    this.#heap = gauge(r, 'hypha_serve_exporter_heap_used_bytes', 'V8 heap in use by the exporter process.', []);
+    this.#cpu = counter(r, 'hypha_serve_exporter_cpu_seconds_total', 'CPU time (user + system) used by the exporter process.', []);
   }
 
   recordReload(ok: boolean, atSeconds: number): void {
@@ -45,6 +53,12 @@ export class ExporterMetrics implements MetricsSection {
   }
 
   refresh(s: Snapshot, now: number): void {
+    const mem = process.memoryUsage();
+    this.#rss.set(mem.rss);
+    this.#heap.set(mem.heapUsed);
+    const cpu = process.cpuUsage();
+    this.#cpu.reset();
+    this.#cpu.inc((cpu.user + cpu.system) / 1e6);
     for (const h of sourceHealths(s)) {
       if (h.lastSuccessSeconds !== undefined) this.#age.set({ source: h.source, target: h.target }, Math.max(0, now - h.lastSuccessSeconds));
     }
