@@ -4,6 +4,7 @@ import type { Logger } from './log';
 import { MetricsRenderer } from './metrics/renderer';
 import type { MetricsSection } from './metrics/section';
 import { SnapshotStore } from './snapshot/store';
+import { TransitionRecorder } from './status-page/transitions';
 import type { Source } from './sources/poller';
 import { DesiredSource, planRaySources, SourcePlanner } from './sources/registry';
 import { errorMessage } from './util/errors';
@@ -28,6 +29,8 @@ export interface ReloadResult {
  */
 export class Exporter {
   readonly store = new SnapshotStore();
+  /** Recent state changes for the status page; subscribes to the store before any source starts. */
+  readonly transitions = new TransitionRecorder(this.store);
   readonly metrics: MetricsRenderer;
   #config: Config | undefined;
   readonly #sources = new Map<string, { fingerprint: string; source: Source }>();

@@ -3,6 +3,7 @@ import { Document, LineCounter, parseDocument, isNode, isMap, isPair, isScalar }
 import type { ZodType } from 'zod';
 import { configSchema, RawConfig } from './schema';
 import { resolveWatchedServices, WatchedServiceConfig } from './services-schema';
+import { checkHyphaRegistration, HyphaRegistrationConfig, resolveHyphaRegistration } from './hypha-schema';
 import { parseDuration } from '../util/duration';
 import { Secret } from '../util/secret';
 
@@ -32,6 +33,8 @@ export interface Config {
   hypha?: HyphaServerConfig;
   /** Watched services (issue 4); sampled only when `hypha` is configured. */
   watchedServices: WatchedServiceConfig[];
+  /** Expected Hypha registrations (issue 3); sampled only when `hypha` is configured. */
+  hyphaRegistration: HyphaRegistrationConfig;
   /** Every credential the config holds, for scrubbing upstream error texts. */
   secrets: Secret[];
 }
@@ -196,5 +199,11 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
     hypha = { name: raw.hypha.name, serverUrl: raw.hypha.server_url, workspace: raw.hypha.workspace, token };
   }
   const watchedServices = resolveWatchedServices(raw.watched_services, raw.global);
-  return { file, raw, rayClusters, hypha, watchedServices, secrets };
+  const problem = checkHyphaRegistration(raw.hypha_registration, rayClusters.map((c) => c.name));
+  if (problem) {
+    const pos = locate(doc, lc, problem.path);
+    throw new ConfigError(file, formatPath(problem.path), problem.problem, pos?.line, pos?.col);
+  }
+  const hyphaRegistration = resolveHyphaRegistration(raw.hypha_registration, raw.global);
+  return { file, raw, rayClusters, hypha, watchedServices, hyphaRegistration, secrets };
 }

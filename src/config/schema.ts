@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseDuration } from '../util/duration';
 import { hyphaConnectionSchema, watchedServicesSchema } from './services-schema';
+import { hyphaRegistrationSchema } from './hypha-schema';
 
 // The YAML config file's shape. Strict objects: an unknown key is an error,
 // since a typo'd key silently ignored is a monitor silently misconfigured.
@@ -68,6 +69,7 @@ export const configSchema = z.strictObject({
   global: globalSchema.default({ interval: '15s', timeout: '5s' }),
   ray_clusters: z.array(rayClusterSchema).default([]),
   hypha: hyphaConnectionSchema.optional(),
+  hypha_registration: hyphaRegistrationSchema.optional(),
   watched_services: watchedServicesSchema,
 });
 

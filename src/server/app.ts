@@ -1,14 +1,17 @@
 import express, { Express, Request, Response } from 'express';
 import type { Exporter } from '../exporter';
 import type { Logger } from '../log';
-import { VERSION } from '../version';
-import { landingPage } from './landing';
+import { basicAuth } from './web-config';
+import { statusPageRouter } from '../status-page/routes';
+import { statusApiRouter } from './status-api';
 
 /** HTTP endpoints. Nothing here waits on an upstream: all answers come from the snapshot. */
-export function createApp(exporter: Exporter, log: Logger): Express {
+export function createApp(exporter: Exporter, log: Logger, opts: { users?: Map<string, string> } = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Every endpoint, /-/reload included, is behind basic auth when the web config has users.
+  if (opts.users && opts.users.size > 0) app.use(basicAuth(opts.users));
 
   app.get('/metrics', async (_req: Request, res: Response) => {
     try {
@@ -34,9 +37,8 @@ export function createApp(exporter: Exporter, log: Logger): Express {
   app.all('/-/reload', (_req, res) => {
     res.status(405).set('Allow', 'POST').type('text/plain').send('Only POST is allowed.\n');
   });
-  app.get('/', (_req, res) => {
-    res.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'").type('html').send(landingPage(VERSION));
-  });
+  app.use(statusPageRouter());
+  app.use(statusApiRouter(exporter, log));
   app.use((_req, res) => {
     res.status(404).type('text/plain').send('Not found.\n');
   });

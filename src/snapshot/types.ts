@@ -1,4 +1,5 @@
 import type { WatchedServiceSample } from './services';
+import type { HyphaSample } from '../registration/types';
 
 // The typed snapshot: everything sources learned in their latest sample.
 // Sources write it; metrics, the status page and the JSON API only read it.
@@ -119,6 +120,8 @@ export interface Snapshot {
   ray: ReadonlyMap<string, RayClusterSample>;
   /** Watched services by configured id (issue 4). */
   services?: ReadonlyMap<string, WatchedServiceSample>;
+  /** The Hypha registry and per-app registration (issue 3). */
+  hypha?: HyphaSample;
 }
 
 /** Health of every upstream in the snapshot (each source adds its own part here). */
@@ -126,5 +129,6 @@ export function sourceHealths(s: Snapshot): SourceHealth[] {
   const out: SourceHealth[] = [];
   for (const r of s.ray.values()) out.push(r.health);
   for (const w of s.services?.values() ?? []) out.push(w.health);
+  if (s.hypha) out.push(s.hypha.health);
   return out;
 }

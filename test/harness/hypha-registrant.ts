@@ -1,6 +1,10 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { hyphaWebsocketClient } from 'hypha-rpc';
 import WebSocket from 'ws';
+import { Proc, repoRoot, startProc, waitFor } from './proc';
 
 /**
  * A test client that registers services in Hypha the way a BioEngine
@@ -110,4 +114,108 @@ export async function workspaceToken(serverUrl: string, rootToken: string, works
   } finally {
     await server.disconnect();
   }
+}
+
+export interface PythonRegistrant {
+  proc: Proc;
+  clientId: string;
+  /** Full id of the last registration. */
+  serviceId: string;
+  unregister(): Promise<void>;
+  register(): Promise<string>;
+  /** Clean disconnect (SIGTERM). */
+  stop(): Promise<void>;
+}
+
+/**
+ * The Python twin of startRegistrant (test/harness/bioengine_proxy.py, hypha-rpc
+ * 0.21.47 from .venv/hypha): the client BioEngine itself uses. Controlled by
+ * signals; the token goes through a 0600 file, never argv.
+ */
+export async function startPythonRegistrant(opts: RegistrantOptions): Promise<PythonRegistrant> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'be-proxy-'));
+  const args = [path.join(repoRoot(), 'test', 'harness', 'bioengine_proxy.py'), '--server-url', opts.serverUrl, '--prefix', opts.prefix, '--app', opts.app];
+  if (opts.token) {
+    const f = path.join(dir, 'token');
+    fs.writeFileSync(f, opts.token, { mode: 0o600 });
+    args.push('--token-file', f);
+  }
+  if (opts.workspace) args.push('--workspace', opts.workspace);
+  if (opts.type) args.push('--type', opts.type);
+  const proc = startProc('bioengine-proxy', path.join(repoRoot(), '.venv', 'hypha', 'bin', 'python'), args);
+  const count = (re: RegExp) => (proc.output().match(re) ?? []).length;
+  const lastId = () => [...proc.output().matchAll(/^REGISTERED (\S+)$/gm)].pop()?.[1] ?? '';
+  await waitFor('python registrant registered', async () => {
+    if (proc.child.exitCode !== null) throw new Error(`bioengine_proxy.py exited: ${proc.output().slice(-2000)}`);
+    return count(/^REGISTERED /gm) > 0;
+  }, 30_000, 50);
+  const r: PythonRegistrant = {
+    proc,
+    clientId: bioengineClientId(opts.prefix, opts.app),
+    serviceId: lastId(),
+    async unregister() {
+      const n = count(/^UNREGISTERED$/gm);
+      process.kill(proc.pid, 'SIGUSR1');
+      await waitFor('python unregister', async () => count(/^UNREGISTERED$/gm) > n, 10_000, 20);
+    },
+    async register() {
+      const n = count(/^REGISTERED /gm);
+      process.kill(proc.pid, 'SIGUSR2');
+      await waitFor('python register', async () => count(/^REGISTERED /gm) > n, 10_000, 20);
+      r.serviceId = lastId();
+      return r.serviceId;
+    },
+    async stop() {
+      await proc.stop('SIGTERM', 5000);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return r;
+}
+
+export interface WorkerAppReport {
+  status: string;
+  service_registered?: boolean | null;
+  deployed_by_worker_client_id?: string;
+}
+
+export interface WorkerStandIn {
+  clientId: string;
+  serviceId: string;
+  /** What get_app_status answers from now on. */
+  setApps(apps: Record<string, WorkerAppReport>): void;
+  disconnect(): Promise<void>;
+}
+
+/**
+ * A `bioengine-worker` service registered in the real Hypha server by a real
+ * client, answering get_status/get_app_status with the fields BioEngine
+ * workers report (bioengine.md §2.2-2.3). There is no BioEngine worker in the
+ * test environment; this stands in for what one says, not for Hypha.
+ */
+export async function startWorkerStandIn(opts: { serverUrl: string; token: string; clientId: string; workspace?: string; apps: Record<string, WorkerAppReport> }): Promise<WorkerStandIn> {
+  ensureWs();
+  const cfg: Record<string, unknown> = { server_url: opts.serverUrl, client_id: opts.clientId, token: opts.token, logger: quiet, method_timeout: 10 };
+  if (opts.workspace) cfg.workspace = opts.workspace;
+  const server = await rawConnect(cfg);
+  const workspace = server.config.workspace ?? '';
+  let apps = opts.apps;
+  const info = await server.registerService({
+    id: 'bioengine-worker',
+    name: 'BioEngine Worker (test stand-in)',
+    type: 'bioengine-worker',
+    config: { visibility: 'public', require_context: true },
+    get_status: () => ({ client_id: opts.clientId, workspace, is_ready: true, bioengine_version: 'test' }),
+    get_app_status: () => apps,
+  });
+  return {
+    clientId: opts.clientId,
+    serviceId: info.id,
+    setApps(next) {
+      apps = next;
+    },
+    async disconnect() {
+      await server.disconnect();
+    },
+  };
 }

@@ -54,9 +54,10 @@ export interface HyphaHandle {
 const HYPHA_PY = () => path.join(repoRoot(), '.venv', 'hypha', 'bin', 'python');
 const S3_PY = () => path.join(repoRoot(), '.venv', 's3', 'bin', 'python');
 
-// §1.6: >= 64 chars skips Hypha's weak-substring check entirely.
+// §1.6: >= 64 chars skips Hypha's weak-substring check entirely. A leading
+// "-" would make argparse read the token as an option, so it starts with a letter.
 export function newRootToken(): string {
-  return crypto.randomBytes(48).toString('base64url');
+  return `t${crypto.randomBytes(48).toString('base64url')}`;
 }
 
 async function httpOk(url: string): Promise<boolean> {
@@ -97,7 +98,7 @@ export async function startHypha(opts: HyphaOptions = {}): Promise<HyphaHandle> 
   const startServer = async (newOpts?: Partial<Pick<HyphaOptions, 'serverId'>>): Promise<void> => {
     if (proc && proc.child.exitCode === null && proc.child.signalCode === null) throw new Error('hypha already running');
     if (newOpts && 'serverId' in newOpts) serverId = newOpts.serverId;
-    const args = ['-m', 'hypha.server', '--host', '127.0.0.1', '--port', String(port), '--root-token', rootToken,
+    const args = ['-m', 'hypha.server', '--host', '127.0.0.1', '--port', String(port), `--root-token=${rootToken}`,
       // A file database keeps artifacts across restarts (a temp one would vanish with the process).
       '--database-uri', `sqlite+aiosqlite:///${path.join(dataDir, 'hypha.db')}`];
     if (serverId !== undefined) args.push('--server-id', serverId);

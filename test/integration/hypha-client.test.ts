@@ -2,7 +2,7 @@ import { hyphaWebsocketClient } from 'hypha-rpc';
 import { freePort } from '../harness/ports';
 import { waitFor } from '../harness/proc';
 import { HyphaHandle, startHypha } from '../harness/hypha';
-import { bioengineClientId, startRegistrant, workspaceToken } from '../harness/hypha-registrant';
+import { bioengineClientId, startPythonRegistrant, startRegistrant, workspaceToken } from '../harness/hypha-registrant';
 import { connect, ensureWebSocketGlobal, HyphaClient, HyphaConnection } from '../../src/sources/hypha/client';
 import { HyphaError } from '../../src/sources/hypha/errors';
 import { HyphaEvent, SYSTEM_EVENTS } from '../../src/sources/hypha/types';
@@ -93,6 +93,28 @@ test('events: register/unregister give service_added/removed within a second; di
   // No per-service removal on disconnect: consumers must drop the client's services themselves.
   expect(events.slice(before).filter((e) => e.type === 'service_removed')).toEqual([]);
   expect((await c.listServices()).some((s) => s.id === id)).toBe(false);
+});
+
+test('the Python client BioEngine uses (hypha-rpc 0.21.47): same events, same ids', async () => {
+  const c = await rootConn();
+  const events: HyphaEvent[] = [];
+  await c.subscribe(['service_added', 'service_removed', 'client_disconnected'], eventsInto(events));
+  const py = await startPythonRegistrant({ serverUrl: hypha.url, token: hypha.rootToken, prefix: 'wk-py', app: 'py-app' });
+  try {
+    expect(py.serviceId).toBe(`ws-user-root/${bioengineClientId('wk-py', 'py-app')}:py-app`);
+    await waitFor('py service_added', async () => events.some((e) => e.type === 'service_added' && e.service.id === py.serviceId), 5000, 10);
+    const t0 = Date.now();
+    await py.unregister();
+    const removed = await waitFor('py service_removed', async () => events.find((e) => e.type === 'service_removed' && e.service.id === py.serviceId), 5000, 5);
+    console.log(`python unregister_service -> service_removed seen ${removed.receivedAtMs - t0} ms after the signal was sent (includes signal handling)`);
+    await py.register();
+    const t1 = Date.now();
+    await py.stop();
+    const gone = await waitFor('py client_disconnected', async () => events.find((e) => e.type === 'client_disconnected' && e.clientId === py.clientId), 5000, 5);
+    console.log(`python disconnect -> client_disconnected ${gone.receivedAtMs - t1} ms after SIGTERM`);
+  } finally {
+    await py.stop();
+  }
 });
 
 test('getService resolves a full id with callable methods; getServiceInfo of a missing service is not_found', async () => {
@@ -221,6 +243,7 @@ test('HyphaClient rebuilds after a restart with a new server id: new generation,
   const client = new HyphaClient({
     serverUrl: srv.url, token: new Secret(srv.rootToken), events: ['service_added', 'service_removed', 'client_disconnected'],
     reconnectMinMs: 250, reconnectMaxMs: 2000, callTimeoutMs: 3000,
+    logger: process.env.HYPHA_TEST_DEBUG ? debugLogger : undefined,
   });
   const events: HyphaEvent[] = [];
   const disconnects: number[] = [];
@@ -284,8 +307,48 @@ test('half-open connection (server frozen with SIGSTOP): the heartbeat drops it 
   }
 });
 
+const debugLogger = {
+  debug: (o: object, m?: string) => console.log('DEBUG', m, JSON.stringify(o)),
+  info: (o: object, m?: string) => console.log('INFO', m, JSON.stringify(o)),
+  warn: (o: object, m?: string) => console.log('WARN', m, JSON.stringify(o)),
+  error: (o: object, m?: string) => console.log('ERROR', m, JSON.stringify(o)),
+};
+
 function serverPid(h: HyphaHandle): number {
   const pid = h.pid();
   if (pid === undefined) throw new Error('hypha not running');
   return pid;
 }
+
+test('with --enable-s3 against moto: public/artifact-manager resolves; create/read(silent)/list work and survive a restart', async () => {
+  const srv = await startHypha({ serverId: 's3-a', enableS3: true });
+  try {
+    console.log(`hypha with S3 (moto) startup: ${srv.startupMs[0]} ms; s3 endpoint ${srv.s3Url}`);
+    const c = await connect({ serverUrl: srv.url, token: new Secret(srv.rootToken), callTimeoutMs: 10_000 });
+    open.push(c);
+    const providers = await c.listServices({ workspace: 'public', serviceId: 'artifact-manager' });
+    expect(providers.map((s) => s.id)).toEqual(['public/s3-a:artifact-manager']);
+    const am = await c.getService('public/artifact-manager');
+    expect(am.id).toBe('public/s3-a:artifact-manager');
+    expect(am.methods).toEqual(expect.arrayContaining(['read', 'list', 'search', 'create']));
+    await am.call('create', [], { kwargs: { alias: 'probe-coll', type: 'collection', manifest: { name: 'probe' }, config: { permissions: { '*': 'r' } } } });
+    await am.call('create', [], { kwargs: { parent_id: 'ws-user-root/probe-coll', alias: 'probe-child', manifest: { name: 'child' } } });
+    const read = (await am.call('read', [], { kwargs: { artifact_id: 'ws-user-root/probe-coll', silent: true } })) as { id: string; view_count: number };
+    expect(read.id).toBe('ws-user-root/probe-coll');
+    expect(read.view_count).toBe(0);
+    const list = (await am.call('list', [], { kwargs: { parent_id: 'ws-user-root/probe-coll', limit: 5, silent: true } })) as { id: string }[];
+    expect(list.map((a) => a.id)).toEqual(['ws-user-root/probe-child']);
+    await expect(am.call('read', [], { kwargs: { artifact_id: 'ws-user-root/nope', silent: true } })).rejects.toMatchObject({ kind: 'remote' });
+
+    await c.disconnect();
+    await srv.restart();
+    const c2 = await connect({ serverUrl: srv.url, token: new Secret(srv.rootToken), callTimeoutMs: 10_000 });
+    open.push(c2);
+    const am2 = await c2.getService('public/artifact-manager');
+    const again = (await am2.call('read', [], { kwargs: { artifact_id: 'ws-user-root/probe-coll', silent: true } })) as { id: string };
+    expect(again.id).toBe('ws-user-root/probe-coll');
+    console.log(`hypha with S3 restart: ${srv.startupMs[1]} ms`);
+  } finally {
+    await srv.stop();
+  }
+});

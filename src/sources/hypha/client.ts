@@ -206,9 +206,7 @@ export class HyphaConnection {
     private readonly log: HyphaLogger,
   ) {
     this.info = info;
-    socket.on('close', (code: number, reason: Buffer) => {
-      this.#markClosed(`websocket closed (code ${code}${reason.length ? `: ${reason.toString('utf8').slice(0, 200)}` : ''})`);
-    });
+    if (socket.readyState !== WebSocket.OPEN) queueMicrotask(() => this.socketClosed(1006, Buffer.alloc(0)));
     socket.on('pong', () => {
       this.#awaitingPong = false;
     });
@@ -224,6 +222,11 @@ export class HyphaConnection {
 
   get open(): boolean {
     return this.#open;
+  }
+
+  /** @internal the socket's close event (wired by connect()). */
+  socketClosed(code: number, reason: Buffer): void {
+    this.#markClosed(`websocket closed (code ${code}${reason.length ? `: ${reason.toString('utf8').slice(0, 200)}` : ''})`);
   }
 
   get workspace(): string {
@@ -419,12 +422,16 @@ export async function connect(opts: HyphaConnectOptions & { generation?: number 
   const clientId = opts.clientId ?? `hypha-serve-exporter-${crypto.randomBytes(4).toString('hex')}`;
   const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
   const sockets: WebSocket[] = [];
+  const closeHook: { fn?: (ws: WebSocket, code: number, reason: Buffer) => void } = {};
   class TrackedWebSocket extends WebSocket {
     constructor(...args: ConstructorParameters<typeof WebSocket>) {
       super(...args);
       // An 'error' with no listener would throw from the emitter (e.g. when we
       // terminate a socket still connecting); hypha-rpc handles errors itself.
       this.on('error', () => undefined);
+      // Registered before hypha-rpc's own onclose, so we close the RPC (and
+      // thereby switch off its reconnect loop) before that loop can start.
+      this.on('close', (code: number, reason: Buffer) => closeHook.fn?.(this, code, reason));
       sockets.push(this);
     }
   }
@@ -457,7 +464,7 @@ export async function connect(opts: HyphaConnectOptions & { generation?: number 
     for (const s of sockets) s.terminate();
     throw new HyphaError('connect', 'connect', socket ? 'connect: unexpected connection info' : 'connect: websocket closed right after the handshake');
   }
-  return new HyphaConnection(
+  const conn = new HyphaConnection(
     opts.generation ?? ++generationSeq,
     server,
     socket,
@@ -467,6 +474,10 @@ export async function connect(opts: HyphaConnectOptions & { generation?: number 
     opts.heartbeatIntervalMs ?? 10_000,
     log,
   );
+  closeHook.fn = (ws, code, reason) => {
+    if (ws === socket) conn.socketClosed(code, reason);
+  };
+  return conn;
 }
 
 // ------------------------------------------------------------ lifecycle
@@ -589,19 +600,19 @@ export class HyphaClient {
   }
 
   // Convenience calls on the live connection; when down they fail fast.
-  listServices(query?: ListServicesQuery | string, opts?: CallOptions): Promise<ServiceInfo[]> {
+  async listServices(query?: ListServicesQuery | string, opts?: CallOptions): Promise<ServiceInfo[]> {
     return this.#live('listServices').listServices(query, opts);
   }
 
-  getServiceInfo(id: string, opts?: GetServiceOptions): Promise<ServiceInfo> {
+  async getServiceInfo(id: string, opts?: GetServiceOptions): Promise<ServiceInfo> {
     return this.#live('getServiceInfo').getServiceInfo(id, opts);
   }
 
-  getService(id: string, opts?: GetServiceOptions): Promise<RemoteService> {
+  async getService(id: string, opts?: GetServiceOptions): Promise<RemoteService> {
     return this.#live('getService').getService(id, opts);
   }
 
-  callDirect(fullServiceId: string, method: string, args?: readonly unknown[], opts?: ServiceCallOptions): Promise<unknown> {
+  async callDirect(fullServiceId: string, method: string, args?: readonly unknown[], opts?: ServiceCallOptions): Promise<unknown> {
     return this.#live('callDirect').callDirect(fullServiceId, method, args, opts);
   }
 

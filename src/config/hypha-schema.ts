@@ -1,0 +1,170 @@
+import { z } from 'zod';
+import { parseDuration } from '../util/duration';
+
+// Config fragment `hypha_registration:` (issue 3): which Hypha service every
+// Ray Serve app is expected to have, and how the registry is sampled. The
+// connection itself is `hypha:` (services-schema.ts). Absent = defaults: every
+// app with a ProxyDeployment is a BioEngine app expected in the connection's
+// workspace, and bioengine-worker services there are discovered.
+// (It cannot import schema.ts's helpers: schema.ts imports this file.)
+
+const durationText = z
+  .string()
+  .regex(/^(\d+(\.\d+)?(ms|s|m|h|d))+$/, 'must be a duration such as 500ms, 15s, 1m')
+  .refine((s) => (parseDuration(s) ?? 0) > 0, 'must be a duration such as 500ms, 15s, 1m');
+
+const workspaceName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_|.-]*$/, 'must be a workspace id');
+const clientIdText = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.|-]*$/, 'must be a client id');
+
+const regexText = z.string().refine((s) => {
+  try {
+    new RegExp(s);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be a valid regular expression');
+
+/**
+ * "ws/client:service" over the placeholders {workspace}, {app}, {cluster};
+ * the client part may be "*" (any provider). The workspace part is a literal
+ * or "{workspace}", so the set of workspaces to list is known from the config.
+ */
+export const serviceTemplate = z
+  .string()
+  .regex(/^(\{workspace\}|[A-Za-z0-9][A-Za-z0-9_|.-]*)\/[^/:\s]+:[^/:\s]+$/, 'must look like "{workspace}/<client or *>:<service>" with placeholders {workspace}, {app}, {cluster}')
+  .refine((s) => [...s.matchAll(/\{([^}]*)\}/g)].every((m) => ['workspace', 'app', 'cluster'].includes(m[1])), 'only the placeholders {workspace}, {app} and {cluster} exist');
+
+export const bioengineMappingSchema = z.strictObject({
+  enabled: z.boolean().default(true).describe('Treat apps with a ProxyDeployment as BioEngine apps.'),
+  workspace: workspaceName.optional().describe("Workspace the apps register in (default: the connection's workspace)."),
+  worker_client_id: clientIdText
+    .optional()
+    .describe("The worker's client id (prefix of the proxy's client id). Default: discovered from the bioengine-worker services."),
+});
+
+export const templateMappingSchema = z.strictObject({
+  service: serviceTemplate.describe('Expected service id, e.g. "{workspace}/my-serve-bridge:{app}" or "my-ws/*:{app}".'),
+  workspace: workspaceName.optional().describe('Value of {workspace} (default: the connection\'s workspace).'),
+  include: regexText.optional().describe('Only apps whose name matches (default: all).'),
+  exclude: regexText.optional().describe('Apps whose name matches are skipped.'),
+});
+
+export const clusterMappingSchema = z.strictObject({
+  cluster: z.string().min(1).describe('A configured ray_clusters[].name.'),
+  bioengine: bioengineMappingSchema.default({ enabled: true }),
+  templates: z.array(templateMappingSchema).default([]).describe('For apps without a ProxyDeployment; the first matching template wins.'),
+});
+
+export const workersSchema = z.strictObject({
+  discover: z.boolean().default(true).describe('Cross-check every bioengine-worker service found in the listed workspaces.'),
+  services: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_|.-]*\/[A-Za-z0-9][A-Za-z0-9_.|-]*:[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be a full "ws/client:service" id'))
+    .default([])
+    .describe('Worker services to cross-check in addition to the discovered ones.'),
+  interval: durationText.default('60s').describe('How often the workers are asked (get_status, get_app_status).'),
+  timeout: durationText.optional().describe('Deadline of each worker call (default: hypha_registration.timeout).'),
+  logs_tail: z.number().int().min(0).default(0).describe('logs_tail passed to get_app_status (it ships replica logs; keep it small).'),
+});
+
+export const hyphaRegistrationSchema = z
+  .strictObject({
+    interval: durationText.optional().describe('Registry poll interval, the safety net under the events (default: global.interval).'),
+    timeout: durationText.optional().describe('Deadline of every Hypha call (default: global.timeout).'),
+    workspaces: z.array(workspaceName).default([]).describe("Extra workspaces to list each cycle (the connection's workspace and every mapping's are listed anyway)."),
+    reconnect_settle: durationText
+      .default('20s')
+      .describe('After a (re)connect, an app registered before is not reported missing until this long (its provider re-registers with its own backoff).'),
+    clusters: z.array(clusterMappingSchema).default([]).describe('Per-cluster mappings; a cluster not listed gets the BioEngine mapping with defaults.'),
+    workers: workersSchema.default({ discover: true, services: [], interval: '60s', logs_tail: 0 }),
+  })
+  .superRefine((r, ctx) => {
+    const seen = new Set<string>();
+    r.clusters.forEach((c, i) => {
+      if (seen.has(c.cluster)) ctx.addIssue({ code: 'custom', path: ['clusters', i, 'cluster'], message: `duplicate cluster "${c.cluster}"` });
+      seen.add(c.cluster);
+    });
+  });
+
+export type RawHyphaRegistration = z.infer<typeof hyphaRegistrationSchema>;
+
+// ------------------------------------------------------------ resolved form
+
+export interface TemplateMapping {
+  /** The template text, e.g. "{workspace}/bridge:{app}". */
+  service: string;
+  /** undefined = the connection's workspace. */
+  workspace?: string;
+  include?: RegExp;
+  exclude?: RegExp;
+}
+
+export interface ClusterMapping {
+  cluster: string;
+  bioengine: { enabled: boolean; workspace?: string; workerClientId?: string };
+  templates: TemplateMapping[];
+}
+
+export interface HyphaRegistrationConfig {
+  intervalMs: number;
+  timeoutMs: number;
+  workspaces: string[];
+  reconnectSettleMs: number;
+  /** Explicit per-cluster mappings; clusters not listed use DEFAULT_CLUSTER_MAPPING. */
+  clusters: ClusterMapping[];
+  workers: { discover: boolean; services: string[]; intervalMs: number; timeoutMs: number; logsTail: number };
+}
+
+export function defaultClusterMapping(cluster: string): ClusterMapping {
+  return { cluster, bioengine: { enabled: true }, templates: [] };
+}
+
+function ms(d: string): number {
+  const v = parseDuration(d);
+  if (v === undefined) throw new Error(`invalid duration ${d}`); // the schema already refused it
+  return v;
+}
+
+/** A problem the schema cannot see (it needs the rest of the config); path is relative to the config root. */
+export interface ConfigProblem {
+  path: (string | number)[];
+  problem: string;
+}
+
+/** Cross-checks against the rest of the config: every mapped cluster must be a configured Ray cluster. */
+export function checkHyphaRegistration(raw: RawHyphaRegistration | undefined, rayClusterNames: readonly string[]): ConfigProblem | undefined {
+  if (!raw) return undefined;
+  for (let i = 0; i < raw.clusters.length; i++) {
+    if (!rayClusterNames.includes(raw.clusters[i].cluster)) {
+      return { path: ['hypha_registration', 'clusters', i, 'cluster'], problem: `no ray_clusters entry is named "${raw.clusters[i].cluster}"` };
+    }
+  }
+  return undefined;
+}
+
+export function resolveHyphaRegistration(raw: RawHyphaRegistration | undefined, global: { interval: string; timeout: string }): HyphaRegistrationConfig {
+  const r = raw ?? hyphaRegistrationSchema.parse({});
+  const timeoutMs = ms(r.timeout ?? global.timeout);
+  return {
+    intervalMs: ms(r.interval ?? global.interval),
+    timeoutMs,
+    workspaces: [...r.workspaces],
+    reconnectSettleMs: ms(r.reconnect_settle),
+    clusters: r.clusters.map((c) => ({
+      cluster: c.cluster,
+      bioengine: { enabled: c.bioengine.enabled, workspace: c.bioengine.workspace, workerClientId: c.bioengine.worker_client_id },
+      templates: c.templates.map((t) => ({
+        service: t.service,
+        workspace: t.workspace,
+        include: t.include !== undefined ? new RegExp(t.include) : undefined,
+        exclude: t.exclude !== undefined ? new RegExp(t.exclude) : undefined,
+      })),
+    })),
+    workers: {
+      discover: r.workers.discover,
+      services: [...r.workers.services],
+      intervalMs: ms(r.workers.interval),
+      timeoutMs: r.workers.timeout !== undefined ? ms(r.workers.timeout) : timeoutMs,
+      logsTail: r.workers.logs_tail,
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import type { HyphaEvent, ServiceInfo } from './types';
+
+/**
+ * The exporter's copy of Hypha's registry, per workspace: replaced by each
+ * listServices, patched by events in between. An event that arrives while a
+ * list call is in flight is replayed on top of that list's answer, so a
+ * removal seen by event is not undone by a list taken just before it.
+ */
+export class RegistryView {
+  readonly #byWorkspace = new Map<string, Map<string, ServiceInfo>>();
+  readonly #inFlight = new Map<string, HyphaEvent[]>();
+
+  /** Workspaces listed since the last invalidate(). */
+  known(workspace: string): boolean {
+    return this.#byWorkspace.has(workspace);
+  }
+
+  services(workspace: string): readonly ServiceInfo[] {
+    return [...(this.#byWorkspace.get(workspace)?.values() ?? [])];
+  }
+
+  counts(): Record<string, number> {
+    return Object.fromEntries([...this.#byWorkspace].map(([ws, m]) => [ws, m.size]));
+  }
+
+  /** Forget everything (a new connection: the old view may be stale). */
+  invalidate(): void {
+    this.#byWorkspace.clear();
+    this.#inFlight.clear();
+  }
+
+  beginList(workspace: string): void {
+    this.#inFlight.set(workspace, []);
+  }
+
+  /** Installs a list answer, then replays the events that arrived during the call. */
+  finishList(workspace: string, services: readonly ServiceInfo[]): void {
+    const pending = this.#inFlight.get(workspace) ?? [];
+    this.#inFlight.delete(workspace);
+    const m = new Map<string, ServiceInfo>();
+    for (const s of services) if (s.workspace === workspace) m.set(s.id, s);
+    this.#byWorkspace.set(workspace, m);
+    for (const e of pending) this.#patch(e);
+  }
+
+  abortList(workspace: string): void {
+    this.#inFlight.delete(workspace);
+  }
+
+  /** Applies an event; returns true when the view changed. */
+  apply(e: HyphaEvent): boolean {
+    const ws = workspaceOf(e);
+    if (ws !== undefined) this.#inFlight.get(ws)?.push(e);
+    return this.#patch(e);
+  }
+
+  #patch(e: HyphaEvent): boolean {
+    switch (e.type) {
+      case 'service_added':
+      case 'service_updated': {
+        const m = this.#byWorkspace.get(e.service.workspace);
+        if (!m) return false;
+        m.set(e.service.id, e.service);
+        return true;
+      }
+      case 'service_removed': {
+        return this.#byWorkspace.get(e.service.workspace)?.delete(e.service.id) ?? false;
+      }
+      case 'client_disconnected': {
+        // Hypha sends no service_removed for a disconnecting client's services.
+        const m = this.#byWorkspace.get(e.workspace);
+        if (!m) return false;
+        let changed = false;
+        for (const [id, s] of m) {
+          if (s.clientId === e.clientId) {
+            m.delete(id);
+            changed = true;
+          }
+        }
+        return changed;
+      }
+      default:
+        return false;
+    }
+  }
+}
+
+function workspaceOf(e: HyphaEvent): string | undefined {
+  switch (e.type) {
+    case 'service_added':
+    case 'service_removed':
+    case 'service_updated':
+      return e.service.workspace;
+    default:
+      return e.workspace;
+  }
+}

@@ -1,0 +1,121 @@
+import { hyphaOf } from '../registration/snapshot';
+import type { ServeApp, Snapshot } from '../snapshot/types';
+import { SERVICEABLE_DEPLOYMENT_STATUSES } from '../snapshot/types';
+import type { ProblemV1, RegistrationV1, Severity, WorkerV1, WorkerViewV1 } from './model';
+import { registrationSeverity } from './severity';
+
+/** One expected app's registration, in the status page's own terms (adapted from the snapshot). */
+export interface AppRegistrationInput {
+  cluster: string;
+  app: string;
+  expectedServiceId: string;
+  /** registered, missing_*, or unknown while the Ray or Hypha source is down. */
+  state: string;
+  /** The check's own explanation, when it gives one. */
+  cause?: string;
+  missingSinceSeconds?: number;
+  clientId?: string;
+  clientIdMismatch?: boolean;
+  worker?: { worker: string; up: boolean; appStatus?: string; serviceRegistered?: boolean };
+}
+
+export interface RegistrationInput {
+  apps: AppRegistrationInput[];
+  workers: { worker: string; up: boolean; error?: string }[];
+}
+
+/**
+ * The snapshot's Hypha registration part (issue 3) in the page's terms;
+ * undefined while the exporter has no such part.
+ */
+export function registrationInput(s: Snapshot): RegistrationInput | undefined {
+  const h = hyphaOf(s);
+  if (!h) return undefined;
+  const apps = h.apps.map((a): AppRegistrationInput => {
+    // Withheld right after a reconnect, and meaningless while Hypha is down: unknown, not missing.
+    const known = h.health.up && a.settled;
+    const out: AppRegistrationInput = { cluster: a.cluster, app: a.app, expectedServiceId: a.service, state: known ? a.state : 'unknown' };
+    if (!h.health.up) out.cause = 'unknown while the Hypha source is down';
+    else if (!a.settled) out.cause = 'unknown: Hypha reconnected and providers are still re-registering';
+    if (known && a.unregisteredSinceSeconds !== undefined) out.missingSinceSeconds = a.unregisteredSinceSeconds;
+    if (a.providerClientId !== undefined) out.clientId = a.providerClientId;
+    if (known) out.clientIdMismatch = a.clientIdMismatch;
+    const w = h.workers.find((x) => x.apps.some((y) => y.app === a.app));
+    const wa = w?.apps.find((y) => y.app === a.app);
+    if (w && wa) out.worker = { worker: w.worker, up: w.up, appStatus: wa.status, ...(wa.serviceRegistered !== undefined ? { serviceRegistered: wa.serviceRegistered } : {}) };
+    return out;
+  });
+  return { apps, workers: h.workers.map((w) => ({ worker: w.worker, up: w.up, ...(w.error ? { error: w.error } : {}) })) };
+}
+
+const CAUSES: Record<string, string> = {
+  registered: 'registered in Hypha',
+  missing_scaled_to_zero: 'not in Hypha while every deployment is idle at zero replicas: deregistered for being scaled to zero',
+  missing_never_registered: 'never registered since it was first seen, although Serve runs it',
+  missing_crashed: 'not in Hypha and a deployment is crashed (UNHEALTHY, DEPLOY_FAILED, or no replica while not serviceable)',
+  missing_other: 'not in Hypha, and Serve shows no reason for it',
+  unknown: 'unknown while the Ray or the Hypha source is down',
+};
+
+/** A person's explanation of a registration state (the check's own text wins when it has one). */
+export function registrationCause(state: string, own?: string): string {
+  return own ?? CAUSES[state] ?? state;
+}
+
+/** The Hypha registration part of the status, read from the snapshot when it has one. */
+export interface RegistrationView {
+  enabled: boolean;
+  workers: WorkerV1[];
+  /** Problems not tied to one app (a worker down). */
+  problems: ProblemV1[];
+  forApp(cluster: string, app: ServeApp): { registration?: RegistrationV1; workerView?: WorkerViewV1; severity: Severity; problems: string[] };
+}
+
+export function registrationView(s: Snapshot): RegistrationView {
+  const input = registrationInput(s);
+  if (!input) return { enabled: false, workers: [], problems: [], forApp: () => ({ severity: 'ok', problems: [] }) };
+  const byApp = new Map(input.apps.map((a) => [`${a.cluster}\u0000${a.app}`, a]));
+  const problems: ProblemV1[] = input.workers
+    .filter((w) => !w.up)
+    .map((w) => ({ severity: 'warning' as Severity, kind: 'worker' as const, subject: w.worker, text: `worker not answering${w.error ? `: ${w.error}` : ''}` }));
+  return {
+    enabled: true,
+    workers: input.workers.map((w) => ({ worker: w.worker, up: w.up })),
+    problems,
+    forApp(cluster, app) {
+      const r = byApp.get(`${cluster}\u0000${app.name}`);
+      if (!r) return { severity: 'ok', problems: [] };
+      const registration: RegistrationV1 = { expected_service_id: r.expectedServiceId, state: r.state, cause: registrationCause(r.state, r.cause) + serveDetail(r.state, app) };
+      if (r.missingSinceSeconds !== undefined) registration.missing_since = r.missingSinceSeconds;
+      if (r.clientId !== undefined) registration.client_id = r.clientId;
+      if (r.clientIdMismatch !== undefined) registration.client_id_mismatch = r.clientIdMismatch;
+      const severity = registrationSeverity(r.state, r.clientIdMismatch === true);
+      const out: string[] = [];
+      if (r.state !== 'registered' && r.state !== 'unknown') out.push(`registration ${r.state}: ${registration.cause}`);
+      if (r.state === 'registered' && r.clientIdMismatch) out.push(`registered under another client id (${r.clientId ?? '?'})`);
+      let workerView: WorkerViewV1 | undefined;
+      if (r.worker) {
+        workerView = { worker: r.worker.worker, worker_up: r.worker.up };
+        if (r.worker.appStatus !== undefined) workerView.app_status = r.worker.appStatus;
+        if (r.worker.serviceRegistered !== undefined) workerView.service_registered = r.worker.serviceRegistered;
+      }
+      // Unknown registration (a source down) is shown, but the source problem already says why.
+      return { registration, workerView, severity: r.state === 'unknown' ? 'ok' : severity, problems: out };
+    },
+  };
+}
+
+/** Which deployments make the cause true, named from Serve's view of the app. */
+function serveDetail(state: string, app: ServeApp): string {
+  if (state === 'missing_scaled_to_zero') {
+    const idle = app.deployments.filter((d) => d.scaledToZero).map((d) => d.name);
+    return idle.length ? ` (at zero: ${idle.join(', ')})` : '';
+  }
+  if (state === 'missing_crashed') {
+    const bad = app.deployments
+      .filter((d) => !SERVICEABLE_DEPLOYMENT_STATUSES.includes(d.status) || ((d.replicas.RUNNING ?? 0) === 0 && !d.scaledToZero))
+      .map((d) => `${d.name} ${d.status}`);
+    return bad.length ? ` (${bad.join(', ')})` : '';
+  }
+  return '';
+}

@@ -1,0 +1,67 @@
+import type { CallVia, WatchedServiceSample } from '../snapshot/services';
+import type { Snapshot } from '../snapshot/types';
+import type { ProbeV1, Severity, WatchedServiceV1 } from './model';
+import { severityRank, worst } from './severity';
+
+/** The watched-services part of the status, read from the snapshot when it has one. */
+export interface ServicesView {
+  enabled: boolean;
+  services: WatchedServiceV1[];
+}
+
+const VIAS: readonly CallVia[] = ['cached', 'fresh'];
+
+export function servicesView(s: Snapshot): ServicesView {
+  if (!s.services) return { enabled: false, services: [] };
+  const services = [...s.services.values()].map(watchedServiceV1);
+  services.sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || (a.service < b.service ? -1 : a.service > b.service ? 1 : 0));
+  return { enabled: true, services };
+}
+
+function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
+  const problems: string[] = [];
+  let severity: Severity = 'ok';
+  const flag = (sev: Severity, text: string) => {
+    severity = worst(severity, sev);
+    problems.push(text);
+  };
+  // A failed sample is already a source problem; here it only colours the row.
+  if (!w.health.up) severity = 'critical';
+  if (w.providers && w.providers.length === 0) flag('critical', 'no live provider');
+  if (!w.providers && w.health.up) flag('warning', 'providers could not be listed');
+  if (w.resolvedClientId === undefined && w.resolveError && (w.providers?.length ?? 0) > 0) flag('warning', `fresh resolve failed: ${w.resolveError}`);
+  for (const c of w.cached) {
+    if (c.stale === true) flag('critical', `${c.holder} holds stale client id ${c.clientId ?? '?'} (not among the live providers)`);
+    if (c.error) flag('warning', `${c.holder} could not be read: ${c.error}`);
+  }
+  const probes: ProbeV1[] = [];
+  for (const via of VIAS) {
+    const p = w.lastProbes[via];
+    if (!p) continue;
+    const probe: ProbeV1 = { via, method: p.method, success: p.outcome === 'ok', outcome: p.outcome, latency_seconds: p.seconds, at: p.atSeconds };
+    if (p.target !== undefined) probe.target = p.target;
+    if (p.error !== undefined) probe.error = p.error;
+    probes.push(probe);
+    if (p.outcome !== 'ok') flag('critical', `call via ${via} proxy: ${p.outcome} after ${p.seconds.toFixed(2)} s`);
+  }
+  const out: WatchedServiceV1 = {
+    service: w.service,
+    severity,
+    problems,
+    up: w.health.up,
+    providers: w.providers ? w.providers.length : null,
+    provider_client_ids: w.providers ? [...w.providers] : [],
+    resolved_client_id: w.resolvedClientId ?? null,
+    cached: w.cached.map((c) => {
+      const h: WatchedServiceV1['cached'][number] = { holder: c.holder, client_id: c.clientId ?? null, stale: c.stale ?? null };
+      if (c.staleSinceSeconds !== undefined) h.stale_since = c.staleSinceSeconds;
+      if (c.sinceSeconds !== undefined) h.since = c.sinceSeconds;
+      if (c.error !== undefined) h.error = c.error;
+      return h;
+    }),
+    client_id_changes_total: w.clientIdChangesTotal,
+    probes,
+  };
+  if (w.lastChangeSeconds !== undefined) out.last_change_at = w.lastChangeSeconds;
+  return out;
+}

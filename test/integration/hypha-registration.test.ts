@@ -1,0 +1,261 @@
+// Registration presence of a Serve app in a real Hypha server, through the
+// exporter's metrics: event-driven detection, client-id mismatch and changes,
+// a Hypha restart with a new server id, and bad connection settings.
+import fs from 'node:fs';
+import { Exporter } from '../../src/exporter';
+import { HyphaMetrics } from '../../src/metrics/hypha';
+import { planHyphaRegistration } from '../../src/sources/hypha/planner';
+import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
+import { tmpDir } from '../helpers/tmp';
+import { HyphaHandle, newRootToken, startHypha } from '../harness/hypha';
+import { Registrant, startRegistrant } from '../harness/hypha-registrant';
+import { freePort } from '../harness/ports';
+import { waitFor } from '../harness/proc';
+import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
+
+jest.setTimeout(900_000);
+
+const APP = 'two-step';
+const BRIDGE = 'serve-bridge';
+const EXPECTED = `ws-user-root/${BRIDGE}:${APP}`;
+
+interface Running {
+  exporter: Exporter;
+  lines: string[];
+  scrape(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+describe('Hypha registration of a Serve app (template mapping)', () => {
+  let ray: RayCluster;
+  let hypha: HyphaHandle;
+  const tmp = tmpDir();
+  const started: Running[] = [];
+  const registrants: Registrant[] = [];
+
+  function configText(opts: { url: string; tokenFile?: string; workspace?: string; settle?: string }): string {
+    return [
+      'global: {interval: 2s, timeout: 2s}',
+      'ray_clusters:',
+      `  - {name: test, dashboard_url: "${ray.dashboardUrl}", interval: 500ms}`,
+      'hypha:',
+      '  name: local',
+      `  server_url: "${opts.url}"`,
+      ...(opts.tokenFile ? [`  bearer_token_file: "${opts.tokenFile}"`] : []),
+      ...(opts.workspace ? [`  workspace: ${opts.workspace}`] : []),
+      'watched_services: []',
+      'hypha_registration:',
+      `  reconnect_settle: ${opts.settle ?? '20s'}`,
+      '  clusters:',
+      '    - cluster: test',
+      '      templates:',
+      `        - {service: "{workspace}/${BRIDGE}:{app}", include: "^${APP}$"}`,
+      '',
+    ].join('\n');
+  }
+
+  function runExporter(text: string, name: string): Running {
+    const file = tmp.write(`${name}.yml`, text);
+    const { log, lines } = memoryLogger();
+    const exporter = new Exporter({ configFile: file, log, planners: [planHyphaRegistration], sections: [(r) => new HyphaMetrics(r)] });
+    exporter.start();
+    const r: Running = { exporter, lines, scrape: () => exporter.metrics.render(), stop: () => exporter.stop() };
+    started.push(r);
+    return r;
+  }
+
+  const tokenFile = () => {
+    const f = tmp.write('root-token', hypha.rootToken);
+    fs.chmodSync(f, 0o600);
+    return f;
+  };
+
+  async function registrant(clientId: string): Promise<Registrant> {
+    const r = await startRegistrant({ serverUrl: hypha.url, token: hypha.rootToken, prefix: 'unused', app: APP, clientId, type: 'generic' });
+    registrants.push(r);
+    return r;
+  }
+
+  beforeAll(async () => {
+    [ray, hypha] = await Promise.all([startRay(), startHypha({ serverId: 'reg-a' })]);
+    process.stdout.write(`ray start: ${ray.startMs} ms; hypha start: ${hypha.startupMs[0]} ms\n`);
+    await ray.deploy(rayAppConfig('two-step.yaml'));
+    await ray.waitApp(APP, (a) => a.status === 'RUNNING', 240_000);
+  });
+
+  afterEach(async () => {
+    await Promise.all(registrants.splice(0).map((r) => r.disconnect().catch(() => undefined)));
+    await Promise.all(started.splice(0).map((r) => r.stop()));
+  });
+
+  afterAll(async () => {
+    await ray?.stop();
+    await hypha?.stop();
+    tmp.cleanup();
+  });
+
+  it('register / unregister / disconnect show in the metrics within a second (events, not the poll)', async () => {
+    const ex = runExporter(configText({ url: hypha.url, tokenFile: tokenFile() }), 'events');
+    await waitFor('sources up and app evaluated', async () => {
+      const t = await ex.scrape();
+      return seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1 && seriesValue(t, 'hypha_serve_app_registered', { app: APP }) === 0;
+    }, 60_000, 100);
+    let t = await ex.scrape();
+    expect(seriesValue(t, 'hypha_serve_app_registered', { cluster: 'test', app: APP, workspace: 'ws-user-root', service: EXPECTED })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { cluster: 'test', app: APP })).toBeGreaterThan(0);
+    expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
+
+    const reg = await registrant(BRIDGE);
+    const latency = async (what: string, value: number, act: () => Promise<unknown>): Promise<number> => {
+      const t0 = performance.now();
+      await act();
+      await waitFor(what, async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === value, 10_000, 5);
+      return performance.now() - t0;
+    };
+    const tAdd = await latency('registered 1', 1, () => reg.register());
+    const tRemove = await latency('registered 0 after unregister', 0, () => reg.unregister());
+    await latency('registered 1 again', 1, () => reg.register());
+    const tDisc = await latency('registered 0 after disconnect', 0, () => reg.disconnect());
+    process.stdout.write(
+      `detection latency (call → /metrics): register ${tAdd.toFixed(0)} ms, unregister_service ${tRemove.toFixed(0)} ms, client disconnect ${tDisc.toFixed(0)} ms (poll interval 2 s)\n`,
+    );
+    expect(tRemove).toBeLessThan(1000);
+    expect(tDisc).toBeLessThan(1000);
+    t = await ex.scrape();
+    const states = ['registered', 'missing_scaled_to_zero', 'missing_never_registered', 'missing_crashed', 'missing_other'];
+    expect(states.filter((s) => seriesValue(t, 'hypha_serve_app_registration_state', { app: APP, state: s }) === 1)).toHaveLength(1);
+    expect(seriesValue(t, 'hypha_serve_app_registration_state', { app: APP, state: 'registered' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP })).toBeGreaterThan(Date.now() / 1000 - 5);
+  });
+
+  it('a provider under another client id counts as registered with client_id_mismatch 1; a provider change is counted', async () => {
+    const ex = runExporter(configText({ url: hypha.url, tokenFile: tokenFile() }), 'mismatch');
+    await waitFor('app evaluated', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 0, 60_000, 100);
+    const other = await registrant('some-other-client');
+    await other.register();
+    await waitFor('registered via the other client', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 1, 10_000, 20);
+    let t = await ex.scrape();
+    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_mismatch', { cluster: 'test', app: APP })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_changes_total', { cluster: 'test', app: APP })).toBe(0);
+    const right = await registrant(BRIDGE);
+    await right.register();
+    await waitFor('mismatch cleared', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registration_client_id_mismatch', { app: APP }) === 0, 10_000, 20);
+    t = await ex.scrape();
+    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_changes_total', { cluster: 'test', app: APP })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_app_registered', { app: APP })).toBe(1);
+  });
+
+  it('Hypha restart with a new server id: recovers without an exporter restart, and never reports registered 0 meanwhile', async () => {
+    const ex = runExporter(configText({ url: hypha.url, tokenFile: tokenFile() }), 'restart');
+    const reg = await registrant(BRIDGE);
+    await reg.register();
+    await waitFor('registered', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 1, 60_000, 50);
+    const samples: { at: number; up?: number; registered?: number }[] = [];
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        const t = await ex.scrape();
+        samples.push({ at: Date.now(), up: seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }), registered: seriesValue(t, 'hypha_serve_app_registered', { app: APP }) });
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const tStop = Date.now();
+    await hypha.restart({ serverId: 'reg-b' });
+    const tReady = Date.now();
+    await waitFor('source up again', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 50);
+    const tUp = Date.now();
+    await waitFor('registered again', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 1, 60_000, 50);
+    const tFresh = Date.now();
+    await new Promise((r) => setTimeout(r, 1000));
+    watching = false;
+    await watch;
+    const down = samples.find((s) => s.at > tStop && s.up === 0);
+    const zeros = samples.filter((s) => s.registered === 0);
+    const t = await ex.scrape();
+    process.stdout.write(
+      `hypha restart (new server id): source_up 0 seen ${down ? down.at - tStop : 'never'} ms after stop began; server restart took ${tReady - tStop} ms; ` +
+        `source_up 1 ${tUp - tReady} ms and registered 1 ${tFresh - tReady} ms after the new server was ready; ${samples.length} scrapes, registered 0 in ${zeros.length}\n`,
+    );
+    expect(down).toBeDefined();
+    expect(zeros).toEqual([]);
+    expect(tUp - tReady).toBeLessThan(15_000);
+    expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(2);
+    expect(seriesValue(t, 'hypha_serve_hypha_reconnects_total', { target: 'local' })).toBe(1);
+    // While Hypha was down the registration series were absent, and source_up said why.
+    const during = samples.filter((s) => s.up === 0);
+    expect(during.length).toBeGreaterThan(0);
+    expect(during.every((s) => s.registered === undefined)).toBe(true);
+    expect(ex.lines.some((l) => l.includes('hypha connection lost'))).toBe(true);
+  });
+
+  it('a provider that does not come back after a restart is reported missing once the settle window ends', async () => {
+    const ex = runExporter(configText({ url: hypha.url, tokenFile: tokenFile(), settle: '3s' }), 'settle');
+    const reg = await registrant(BRIDGE);
+    await reg.register();
+    await waitFor('registered', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 1, 60_000, 50);
+    await hypha.stopServer();
+    await reg.disconnect(); // gone for good
+    await hypha.startServer({ serverId: 'reg-c' });
+    const tReady = Date.now();
+    await waitFor('source up', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 50);
+    expect(seriesCount(await ex.scrape(), 'hypha_serve_app_registered', { app: APP })).toBe(0); // settling
+    await waitFor('missing after settle', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 0, 20_000, 50);
+    const since = seriesValue(await ex.scrape(), 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP }) ?? 0;
+    process.stdout.write(`provider gone after restart: registered 0 reported ${Date.now() - tReady} ms after the server was ready (settle 3 s)\n`);
+    // The spell starts when the registry could be seen again, not when the settle window ended.
+    expect(since).toBeLessThan(Date.now() / 1000 - 2);
+  });
+
+  it('wrong token: clear log line, source_up 0 (reason auth), no registration series; a fixed token file and a reload recover', async () => {
+    const bad = tmp.write('bad-token', newRootToken());
+    const ex = runExporter(configText({ url: hypha.url, tokenFile: bad }), 'badtoken');
+    await waitFor('auth error counted', async () => (seriesValue(await ex.scrape(), 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'auth' }) ?? 0) > 0, 30_000, 100);
+    const t = await ex.scrape();
+    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(0);
+    expect(seriesCount(t, 'hypha_serve_app_registered')).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'ray', target: 'test' })).toBe(1);
+    const line = ex.lines.find((l) => l.includes('cannot connect to hypha'));
+    expect(line).toContain('Authentication error');
+    process.stdout.write(`wrong token log line: ${line?.trim()}\n`);
+    expect(ex.lines.join('').includes(fs.readFileSync(bad, 'utf8'))).toBe(false);
+    fs.writeFileSync(bad, hypha.rootToken);
+    expect(ex.exporter.reload().ok).toBe(true);
+    await waitFor('up after reload', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 100);
+    expect(ex.lines.join('').includes(hypha.rootToken)).toBe(false);
+  });
+
+  it('unknown workspace: clear log line and source_up 0 (reason auth)', async () => {
+    const ex = runExporter(configText({ url: hypha.url, tokenFile: tokenFile(), workspace: 'no-such-ws' }), 'nows');
+    await waitFor('auth error counted', async () => (seriesValue(await ex.scrape(), 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'auth' }) ?? 0) > 0, 30_000, 100);
+    expect(seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(0);
+    const line = ex.lines.find((l) => l.includes('cannot connect to hypha'));
+    expect(line).toContain('no-such-ws');
+    process.stdout.write(`unknown workspace log line: ${line?.trim()}\n`);
+  });
+
+  it('server down at start: source_up 0 (reason connect), the exporter keeps running and recovers when the server comes', async () => {
+    const port = await freePort();
+    const token = newRootToken();
+    const f = tmp.write('late-token', token);
+    const ex = runExporter(configText({ url: `http://127.0.0.1:${port}`, tokenFile: f }), 'late');
+    await waitFor('connect error counted, ray sampled', async () => {
+      const m = await ex.scrape();
+      return (seriesValue(m, 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'connect' }) ?? 0) > 0 && seriesValue(m, 'hypha_serve_source_up', { source: 'ray' }) === 1;
+    }, 30_000, 100);
+    let t = await ex.scrape();
+    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_app_status', { app: APP, status: 'RUNNING' })).toBe(1);
+    expect(ex.lines.some((l) => l.includes('cannot connect to hypha') && l.includes('WebSocket connection error'))).toBe(true);
+    const late = await startHypha({ port, rootToken: token, serverId: 'late' });
+    try {
+      const tReady = Date.now();
+      await waitFor('up once the server is there', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 50);
+      process.stdout.write(`server down at start: source_up 1 ${Date.now() - tReady} ms after the late server was ready\n`);
+      t = await ex.scrape();
+      expect(seriesValue(t, 'hypha_serve_app_registered', { app: APP, service: EXPECTED })).toBe(0);
+    } finally {
+      await ex.stop();
+      await late.stop();
+    }
+  });
+});

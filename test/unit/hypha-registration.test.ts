@@ -1,0 +1,252 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { checkHyphaRegistration, defaultClusterMapping, hyphaRegistrationSchema, resolveHyphaRegistration } from '../../src/config/hypha-schema';
+import { bioengineProxyClientId, expectedService, mappedWorkspaces, WorkerDirectory } from '../../src/registration/expected';
+import { matchProviders, missingCause, RegistrationTracker, TrackerInput } from '../../src/registration/tracker';
+import { parseWorkerApps, parseWorkerStatus } from '../../src/registration/workers';
+import { classify, conciseMessage } from '../../src/sources/hypha/errors';
+import { RegistryView } from '../../src/sources/hypha/registry-view';
+import { HyphaEvent, parseConnectionInfo, parseEvent, parseServiceList, ServiceInfo } from '../../src/sources/hypha/types';
+import type { ServeApp, ServeDeployment } from '../../src/snapshot/types';
+import { Secret } from '../../src/util/secret';
+
+// Fixtures recorded from hypha 0.21.137 with hypha-rpc 0.21.40 (test/fixtures/hypha).
+const fixture = (f: string): unknown => JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'hypha', f), 'utf8'));
+
+function dep(name: string, status: string, running: number): ServeDeployment {
+  return {
+    name, status, messagePresent: false,
+    replicas: { STARTING: 0, UPDATING: 0, RECOVERING: 0, RUNNING: running, STOPPING: 0, PENDING_MIGRATION: 0 },
+    autoscaling: true, scaledToZero: running === 0 && status === 'HEALTHY', minReplicas: 0, maxReplicas: 1, targetReplicas: running,
+  };
+}
+
+function app(name: string, status: string, deps: ServeDeployment[], deployed = 1000): ServeApp {
+  return { name, status, messagePresent: false, message: '', routePrefix: `/${name}`, lastDeployedSeconds: deployed, deployments: deps };
+}
+
+const noWorkers: WorkerDirectory = { samples: [], registeredWorkers: () => [] };
+
+describe('wire parsing (recorded)', () => {
+  it('parses a recorded listServices answer, including built-ins', () => {
+    const parsed = parseServiceList(fixture('list-services-ws-user-root.json'));
+    expect(parsed?.malformed).toBe(0);
+    const app = parsed?.services.find((s) => s.serviceId === 'my-app');
+    expect(app).toEqual(expect.objectContaining({ id: 'ws-user-root/wk-fixture-58f0c7a1:my-app', workspace: 'ws-user-root', clientId: 'wk-fixture-58f0c7a1', type: 'bioengine-app', visibility: 'public' }));
+    expect(parsed?.services.filter((s) => s.type === 'built-in')).toHaveLength(3);
+    expect(parseServiceList({ not: 'a list' })).toBeUndefined();
+    expect(parseServiceList([{ id: 'no-slash' }, { id: 'ws/c:s' }])).toEqual({ services: [expect.objectContaining({ id: 'ws/c:s' })], malformed: 1 });
+  });
+
+  it('parses recorded events; client ids are bare in both client events', () => {
+    const raw = fixture('events-register-unregister-disconnect.json') as unknown[];
+    const events = raw.map((r) => parseEvent(r, 1, 1));
+    expect(events.map((e) => e?.type)).toEqual(['client_connected', 'service_added', 'service_removed', 'service_added', 'client_disconnected']);
+    expect(events[0]).toMatchObject({ clientId: 'wk-fixture-58f0c7a1', workspace: 'ws-user-root' });
+    expect(events[4]).toMatchObject({ clientId: 'wk-fixture-58f0c7a1', workspace: 'ws-user-root' });
+    expect(parseEvent({ type: 'service_added', data: { id: 'bad' } }, 1, 1)).toBeUndefined();
+    expect(parseEvent({ type: 'something_custom', data: {} }, 1, 1)).toBeUndefined();
+  });
+
+  it('reads the connection info the JS client exposes', () => {
+    expect(parseConnectionInfo(fixture('connection-config.json'))).toEqual({
+      workspace: 'ws-user-root', clientId: 'exporter-fixture', managerId: 'manager-fixture-1', hyphaVersion: '0.21.137', serverId: 'fixture-1', userId: 'root',
+    });
+  });
+});
+
+describe('errors', () => {
+  it('classifies hypha-rpc error texts', () => {
+    expect(classify(new Error('ConnectionAbortedError: Authentication error: Error decoding token headers.'))).toBe('auth');
+    expect(classify(new Error("ConnectionAbortedError: Failed to establish connection: 'Workspace x does not exist or is not accessible'"))).toBe('auth');
+    expect(classify(new Error('Method call timed out: */manager-a:services.default.list_services, context: …'))).toBe('timeout');
+    expect(classify(new Error('RemoteError: Traceback …\nKeyError: \'Service not found: ws/*:x@*\''))).toBe('not_found');
+    expect(classify(new Error('Client disconnected: ws-user-root/wk-1'))).toBe('not_found');
+    expect(classify(new Error('Failed to send the request when calling method (x), error: Error: Connection is closed'))).toBe('never_sent');
+    expect(classify(new Error('RPC connection closed'))).toBe('connection_lost');
+    expect(classify(new Error('RemoteError: ValueError: nope'))).toBe('remote');
+  });
+
+  it('keeps the last traceback line and scrubs secrets and JWTs', () => {
+    const tok = new Secret('super-secret-token-value-1234567890');
+    const msg = conciseMessage(new Error(`RemoteError: Traceback (most recent call last):\n  File "x", line 1\n    ^^^^\nPermissionError: bad super-secret-token-value-1234567890 eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl`), [tok]);
+    expect(msg).toBe('RemoteError: PermissionError: bad <secret> <jwt>');
+  });
+});
+
+describe('RegistryView', () => {
+  const svc = (id: string): ServiceInfo => {
+    const [ws, rest] = id.split('/');
+    const [clientId, serviceId] = rest.split(':');
+    return { id, workspace: ws, clientId, serviceId, type: 'bioengine-app' };
+  };
+  const ev = (type: 'service_added' | 'service_removed', id: string): HyphaEvent => ({ type, service: svc(id), receivedAtMs: 0, generation: 1 });
+
+  it('applies events, drops a disconnected client\'s services, and replays events that raced a listing', () => {
+    const v = new RegistryView();
+    expect(v.known('ws')).toBe(false);
+    v.beginList('ws');
+    // Removed while the list call (which still contains it) was in flight:
+    v.apply(ev('service_removed', 'ws/c1:a'));
+    v.finishList('ws', [svc('ws/c1:a'), svc('ws/c1:b'), svc('ws/c2:a')]);
+    expect(v.services('ws').map((s) => s.id)).toEqual(['ws/c1:b', 'ws/c2:a']);
+    expect(v.apply(ev('service_added', 'ws/c3:a'))).toBe(true);
+    expect(v.apply({ type: 'client_disconnected', clientId: 'c1', workspace: 'ws', receivedAtMs: 0, generation: 1 })).toBe(true);
+    expect(v.services('ws').map((s) => s.id).sort()).toEqual(['ws/c2:a', 'ws/c3:a']);
+    // Events for a workspace never listed are ignored (nothing to patch).
+    expect(v.apply(ev('service_added', 'other/c:a'))).toBe(false);
+    v.invalidate();
+    expect(v.known('ws')).toBe(false);
+  });
+});
+
+describe('expected service ids', () => {
+  it('derives the BioEngine proxy client id like BioEngine does (sha1 prefix, checked against Python hashlib)', () => {
+    expect(bioengineProxyClientId('bioengine-worker-kth-abc', 'model-runner')).toBe('bioengine-worker-kth-abc-4dcbe5dc');
+    expect(bioengineProxyClientId('wk', 'my-app')).toBe('wk-431cf07b');
+  });
+
+  const be = app('model-runner', 'RUNNING', [dep('ProxyDeployment', 'HEALTHY', 1), dep('RuntimeDeployment', 'HEALTHY', 1)]);
+  const plain = app('two-step', 'RUNNING', [dep('Front', 'HEALTHY', 1)]);
+
+  it('bioengine mapping: configured worker id, else deployed_by_worker_client_id, else the reporting worker, else the only registered worker', () => {
+    const m = defaultClusterMapping('c');
+    expect(expectedService('c', be, m, 'bio', noWorkers)).toMatchObject({ workspace: 'bio', clientId: undefined, label: 'bio/*:model-runner' });
+    expect(expectedService('c', be, m, 'bio', { samples: [], registeredWorkers: () => ['w1'] })?.clientId).toBe(bioengineProxyClientId('w1', 'model-runner'));
+    const dir: WorkerDirectory = {
+      registeredWorkers: () => ['w1', 'w2'],
+      samples: [
+        { worker: 'bio/w2:bioengine-worker', workspace: 'bio', clientId: 'w2', up: true, apps: [{ app: 'model-runner', status: 'RUNNING', deployedByWorkerClientId: 'w-old' }] },
+      ],
+    };
+    expect(expectedService('c', be, m, 'bio', dir)?.clientId).toBe(bioengineProxyClientId('w-old', 'model-runner'));
+    const noDeployedBy: WorkerDirectory = { ...dir, samples: [{ ...dir.samples[0], apps: [{ app: 'model-runner', status: 'RUNNING' }] }] };
+    expect(expectedService('c', be, m, 'bio', noDeployedBy)?.clientId).toBe(bioengineProxyClientId('w2', 'model-runner'));
+    const configured = { ...m, bioengine: { enabled: true, workspace: 'other', workerClientId: 'cfg' } };
+    expect(expectedService('c', be, configured, 'bio', dir)).toMatchObject({ workspace: 'other', clientId: bioengineProxyClientId('cfg', 'model-runner') });
+    // Plain apps are not BioEngine apps.
+    expect(expectedService('c', plain, m, 'bio', dir)).toBeUndefined();
+  });
+
+  it('template mapping: placeholders, "*" client, include/exclude, first match wins', () => {
+    const cfg = resolveHyphaRegistration(
+      hyphaRegistrationSchema.parse({
+        clusters: [{ cluster: 'c', bioengine: { enabled: false }, templates: [
+          { service: '{workspace}/bridge-{cluster}:{app}', include: '^two', exclude: 'skip' },
+          { service: 'fixed-ws/*:{app}' },
+        ] }],
+      }),
+      { interval: '15s', timeout: '5s' },
+    );
+    const m = cfg.clusters[0];
+    expect(expectedService('c', plain, m, 'conn', noWorkers)).toMatchObject({ mapping: 'template', workspace: 'conn', clientId: 'bridge-c', serviceId: 'two-step', label: 'conn/bridge-c:two-step' });
+    expect(expectedService('c', app('two-skip', 'RUNNING', []), m, 'conn', noWorkers)).toMatchObject({ workspace: 'fixed-ws', clientId: undefined, label: 'fixed-ws/*:two-skip' });
+    // bioengine disabled: a ProxyDeployment app goes through the templates too.
+    expect(expectedService('c', be, m, 'conn', noWorkers)?.label).toBe('fixed-ws/*:model-runner');
+    expect(mappedWorkspaces(cfg.clusters, 'conn').sort()).toEqual(['conn', 'fixed-ws']);
+  });
+
+  it('matches providers: exact client, any client, mismatch', () => {
+    const exp = { cluster: 'c', app: 'a', mapping: 'bioengine' as const, workspace: 'ws', clientId: 'p-1', serviceId: 'a', label: 'ws/p-1:a' };
+    const s = (client: string, ws = 'ws', sid = 'a'): ServiceInfo => ({ id: `${ws}/${client}:${sid}`, workspace: ws, clientId: client, serviceId: sid });
+    expect(matchProviders(exp, [])).toEqual({ registered: false, mismatch: false });
+    expect(matchProviders(exp, [s('x'), s('p-1')])).toEqual({ registered: true, mismatch: false, providerClientId: 'p-1' });
+    expect(matchProviders(exp, [s('x')])).toEqual({ registered: true, mismatch: true, providerClientId: 'x' });
+    expect(matchProviders(exp, [s('p-1', 'other'), s('p-1', 'ws', 'a-rtc')])).toEqual({ registered: false, mismatch: false });
+    expect(matchProviders({ ...exp, clientId: undefined }, [s('x')])).toEqual({ registered: true, mismatch: false, providerClientId: 'x' });
+  });
+});
+
+describe('missing causes', () => {
+  const proxy = dep('ProxyDeployment', 'HEALTHY', 1);
+  it.each([
+    ['idle at zero, was registered', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), true, true],
+    ['waking (UPSCALING at zero)', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'UPSCALING', 0)]), true, true],
+    ['deployed at zero, never registered since birth', 'missing_never_registered', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), true, false],
+    ['birth not seen (exporter started later)', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), false, false],
+    ['running and serving, never registered', 'missing_never_registered', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 1)]), true, false],
+    ['running and serving, was registered', 'missing_other', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 1)]), true, true],
+    ['sibling UNHEALTHY', 'missing_crashed', app('a', 'UNHEALTHY', [proxy, dep('Model', 'UNHEALTHY', 0)]), true, true],
+    ['sibling at zero and not serviceable', 'missing_crashed', app('a', 'RUNNING', [proxy, dep('Model', 'UPDATING', 0)]), true, true],
+    ['deploy failed', 'missing_crashed', app('a', 'DEPLOY_FAILED', [proxy, dep('Model', 'DEPLOY_FAILED', 0)]), true, false],
+    ['still deploying', 'missing_other', app('a', 'DEPLOYING', [proxy, dep('Model', 'UPDATING', 0)]), true, false],
+  ])('%s → %s', (_what, want, a, birth, ever) => {
+    expect(missingCause(a, birth, ever)).toBe(want);
+  });
+});
+
+describe('RegistrationTracker', () => {
+  const exp = (a: string) => new Map([[a, { cluster: 'c', app: a, mapping: 'bioengine' as const, workspace: 'ws', clientId: 'p', serviceId: a, label: `ws/p:${a}` }]]);
+  const reg = (client = 'p', sid = 'a'): ServiceInfo => ({ id: `ws/${client}:${sid}`, workspace: 'ws', clientId: client, serviceId: sid });
+  const input = (now: number, over: Partial<TrackerInput> = {}): TrackerInput => ({ nowSeconds: now, startedSeconds: 500, connectedSeconds: 600, afterReconnect: false, settleMs: 20_000, ...over });
+  const idle = app('a', 'RUNNING', [dep('ProxyDeployment', 'HEALTHY', 1), dep('Model', 'HEALTHY', 0)], 1000);
+
+  it('registered → scaled to zero: missing since the moment it went', () => {
+    const t = new RegistrationTracker();
+    expect(t.evaluateCluster('c', [idle], exp('a'), [reg()], input(1100))[0]).toMatchObject({ registered: true, state: 'registered', unregisteredSinceSeconds: undefined });
+    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1200))[0]).toMatchObject({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
+    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1300))[0].unregisteredSinceSeconds).toBe(1200);
+  });
+
+  it('an app deployed after the exporter started and never registered is missing_never_registered; a redeploy starts over', () => {
+    const t = new RegistrationTracker();
+    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1100))[0].state).toBe('missing_never_registered');
+    t.evaluateCluster('c', [idle], exp('a'), [reg()], input(1200));
+    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1300))[0].state).toBe('missing_scaled_to_zero');
+    const redeployed = { ...idle, lastDeployedSeconds: 1350 };
+    expect(t.evaluateCluster('c', [redeployed], exp('a'), [], input(1400))[0].state).toBe('missing_never_registered');
+  });
+
+  it('after a reconnect a previously registered app is withheld during the settle window, then missing since the reconnect', () => {
+    const t = new RegistrationTracker();
+    t.evaluateCluster('c', [idle], exp('a'), [reg()], input(1100));
+    const after = { afterReconnect: true, connectedSeconds: 1200 };
+    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1205, after))[0]).toMatchObject({ settled: false, unregisteredSinceSeconds: undefined });
+    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1230, after))[0]).toMatchObject({ settled: true, registered: false, unregisteredSinceSeconds: 1200 });
+  });
+
+  it('counts client-id changes of the registered provider, flags a mismatch, forgets vanished apps', () => {
+    const t = new RegistrationTracker();
+    expect(t.evaluateCluster('c', [idle], exp('a'), [reg('p')], input(1100))[0].clientIdChangesTotal).toBe(0);
+    expect(t.evaluateCluster('c', [idle], exp('a'), [reg('q')], input(1101))[0]).toMatchObject({ clientIdMismatch: true, clientIdChangesTotal: 1, providerClientId: 'q' });
+    expect(t.evaluateCluster('c', [idle], exp('a'), [reg('p')], input(1102))[0]).toMatchObject({ clientIdMismatch: false, clientIdChangesTotal: 2 });
+    expect(t.evaluateCluster('c', [], exp('a'), [], input(1103))).toEqual([]);
+    expect(t.evaluateCluster('c', [idle], exp('a'), [reg('q')], input(1104))[0].clientIdChangesTotal).toBe(0);
+  });
+});
+
+describe('worker answers', () => {
+  it('parses get_status and get_app_status (dict keyed by app; null service_registered = unknown)', () => {
+    expect(parseWorkerStatus({ client_id: 'w', workspace: 'ws', is_ready: true, extra: 1 })).toEqual({ clientId: 'w', workspace: 'ws', isReady: true, version: undefined });
+    expect(parseWorkerApps({
+      b: { status: 'RUNNING', service_registered: null },
+      a: { status: 'RUNNING', service_registered: false, deployed_by_worker_client_id: 'w-old' },
+      broken: { no: 'status' },
+    })).toEqual([
+      { app: 'a', status: 'RUNNING', serviceRegistered: false, deployedByWorkerClientId: 'w-old' },
+      { app: 'b', status: 'RUNNING', serviceRegistered: undefined, deployedByWorkerClientId: undefined },
+    ]);
+    expect(parseWorkerApps(['not', 'a', 'dict'])).toBeUndefined();
+  });
+});
+
+describe('hypha_registration config', () => {
+  it('defaults to the BioEngine mapping everywhere', () => {
+    const r = resolveHyphaRegistration(undefined, { interval: '15s', timeout: '5s' });
+    expect(r).toMatchObject({ intervalMs: 15_000, timeoutMs: 5000, reconnectSettleMs: 20_000, clusters: [], workers: { discover: true, intervalMs: 60_000, timeoutMs: 5000, logsTail: 0 } });
+  });
+
+  it('refuses bad templates, regexes, unknown keys, duplicate and unknown clusters', () => {
+    const bad = (v: unknown) => hyphaRegistrationSchema.safeParse(v).success;
+    expect(bad({ clusters: [{ cluster: 'c', templates: [{ service: 'no-colon' }] }] })).toBe(false);
+    expect(bad({ clusters: [{ cluster: 'c', templates: [{ service: '{workspace}/x:{nope}' }] }] })).toBe(false);
+    expect(bad({ clusters: [{ cluster: 'c', templates: [{ service: '{app}/x:{app}' }] }] })).toBe(false);
+    expect(bad({ clusters: [{ cluster: 'c', templates: [{ service: '{workspace}/x:{app}', include: '(' }] }] })).toBe(false);
+    expect(bad({ clusters: [{ cluster: 'c' }, { cluster: 'c' }] })).toBe(false);
+    expect(bad({ interval: '1s', typo: true })).toBe(false);
+    expect(bad({ clusters: [{ cluster: 'c', templates: [{ service: '{workspace}/*:{app}' }] }] })).toBe(true);
+    const raw = hyphaRegistrationSchema.parse({ clusters: [{ cluster: 'nope' }] });
+    expect(checkHyphaRegistration(raw, ['c'])).toEqual({ path: ['hypha_registration', 'clusters', 0, 'cluster'], problem: 'no ray_clusters entry is named "nope"' });
+    expect(checkHyphaRegistration(raw, ['nope'])).toBeUndefined();
+  });
+});
