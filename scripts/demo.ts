@@ -1,65 +1,105 @@
-// The local demo stack (README's main command): real Ray Serve with sample apps and the exporter,
-// on loopback with free ports. Ctrl-C stops everything it started, by PID.
-import fs from 'node:fs';
-import path from 'node:path';
-import { freePort } from '../test/harness/ports';
-import { Proc, repoRoot, startProc, waitFor } from '../test/harness/proc';
-import { RayCluster, rayAppConfig, startRay } from '../test/harness/ray';
+// The local demo stack (README's main command): real Hypha (with its artifact manager),
+// real Ray Serve with BioEngine-style apps, the exporter, Prometheus with the shipped rules,
+// Alertmanager with the example routing and a webhook receiver that prints each page.
+// Loopback and free ports only; Ctrl-C (or q) stops everything it started, by PID.
+import readline from 'node:readline';
+import { Stack, startStack } from '../test/harness/stack';
+import { rayAppConfig, ServeAppConfig } from '../test/harness/ray';
+import { BIOENGINE_PREFIX, bioengineApp } from '../test/helpers/bioengine-apps';
 
-const started = Date.now();
-function step(msg: string): void {
-  process.stdout.write(`[demo +${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}\n`);
-}
+const t0 = Date.now();
+const step = (msg: string) => process.stdout.write(`[demo +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}\n`);
+const shipped = process.argv.includes('--shipped-timers');
 
 async function main(): Promise<void> {
-  const root = repoRoot();
-  const work = path.join(root, '.tmp', 'demo');
-  fs.mkdirSync(work, { recursive: true });
-  let ray: RayCluster | undefined;
-  let exporter: Proc | undefined;
+  step(shipped ? 'rules with the shipped timers (pages after minutes)' : 'rules with the documented test override: every `for:` ÷ 10, 1-2 s intervals, so pages arrive in seconds (--shipped-timers for the real ones)');
+  let stack: Stack | undefined;
   let stopping = false;
   const stopAll = async (code: number) => {
     if (stopping) return;
     stopping = true;
     step('stopping everything the demo started');
-    await exporter?.stop();
-    await ray?.stop();
+    await stack?.stop();
     step('stopped; no process left behind');
     process.exit(code);
   };
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
   try {
-    step('starting Ray (head node, loopback, free ports) — takes 10-30 s');
-    ray = await startRay();
-    step(`Ray ${ray.rayVersion} up: dashboard ${ray.dashboardUrl}`);
-    step('deploying sample Serve app "two-step" (Front → Worker autoscaling with min_replicas 0)');
-    await ray.deploy(rayAppConfig('two-step.yaml'));
-    await ray.waitApp('two-step', (a) => a.status === 'RUNNING', 180_000);
-    step('two-step is RUNNING');
-    const port = await freePort();
-    const cfg = path.join(work, 'exporter.yml');
-    fs.writeFileSync(cfg, `ray_clusters:\n  - name: demo\n    dashboard_url: ${ray.dashboardUrl}\n    interval: 2s\n    timeout: 2s\n`);
-    step('starting the exporter');
-    exporter = startProc('demo-exporter', process.execPath, [path.join(root, 'dist', 'src', 'main.js'), `--config.file=${cfg}`, `--web.listen-address=127.0.0.1:${port}`]);
-    const base = `http://127.0.0.1:${port}`;
-    await waitFor('exporter ready', async () => (await fetch(`${base}/-/ready`)).ok, 30_000);
-    step('ready');
+    stack = await startStack({
+      forDivisor: shipped ? 1 : 10,
+      sampleInterval: shipped ? '15s' : '2s',
+      sampleTimeout: shipped ? '5s' : '3s',
+      scrapeInterval: shipped ? '15s' : '2s',
+      evaluationInterval: shipped ? '15s' : '2s',
+      groupWait: shipped ? undefined : '2s',
+      groupInterval: shipped ? undefined : '5s',
+      canaryReresolveAfter: shipped ? '10m' : '1m',
+      hyphaServerId: 'demo',
+      exporterExtraConfig: `hypha_registration:\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
+      log: step,
+    });
+    const s = stack;
+    const be = (name: string, behaviour: 'buggy_deregister_at_zero' | 'fixed' | 'wait_for_running', initial: number | null) =>
+      bioengineApp({ name, behaviour, hyphaUrl: s.hypha.url, tokenFile: s.hyphaTokenFile, initialReplicas: initial });
+    const apps: ServeAppConfig[] = [...rayAppConfig('two-step.yaml').applications, be('model-runner', 'fixed', 1)];
+    const deploy = async (extra: ServeAppConfig[] = []) => {
+      await s.ray.deploy({ applications: [...apps, ...extra] });
+    };
+    step('deploying sample apps: two-step (plain Serve, Worker autoscales to zero) and model-runner (BioEngine-style: its ProxyDeployment registers it in Hypha; Model autoscales with min_replicas 0)');
+    await deploy();
+    await s.ray.waitApp('model-runner', (a) => a.status === 'RUNNING', 240_000);
+    step('apps RUNNING');
+    let seen = 0;
+    setInterval(() => {
+      for (const p of s.receiver.pages.slice(seen)) {
+        for (const a of p.alerts) step(`PAGE ${p.path} ${a.status.toUpperCase()} ${a.labels.alertname} ${a.labels.app ?? a.labels.service ?? a.labels.target ?? ''} ${a.annotations.cause ? `cause=${a.annotations.cause}` : ''}`);
+      }
+      seen = s.receiver.pages.length;
+    }, 1000).unref();
     process.stdout.write(`
-  Exporter:        ${base}/            metrics: ${base}/metrics
-  Ray dashboard:   ${ray.dashboardUrl}
-  Serve app:       ${ray.serveUrl}/two-step?text=hi   (a request wakes the Worker from zero)
-  Exporter config: ${cfg}  (edit, then: curl -X POST ${base}/-/reload)
-  Exporter log:    ${exporter.logFile}
+  Exporter status page: ${s.exporterUrl}/        metrics: ${s.exporterUrl}/metrics
+  Prometheus:           ${s.prometheus.url}/alerts
+  Alertmanager:         ${s.alertmanager.url}
+  Hypha:                ${s.hypha.url}
+  Ray dashboard:        ${s.ray.dashboardUrl}
+  Pages are printed here and logged to ${s.pagesLog}
 
-  Try:  curl -s ${base}/metrics | grep -E 'scaled_to_zero|app_status\\{.*RUNNING'
-  Ctrl-C stops everything.
+  Inject a fault (type the key, then Enter):
+    1  incident 1a: an app whose proxy deregisters when it idles at zero   → HyphaServeAppRunningNotRegistered (missing_scaled_to_zero)
+    2  incident 1b: an app deployed at 0 whose proxy waits for a replica   → HyphaServeAppRunningNotRegistered (missing_never_registered)
+    3  incident 2:  restart Hypha under a new server id                    → HyphaServiceCachedProxyStale
+    4  Hypha down for 60 s                                                 → HyphaServeSourceDown only
+    5  a deployment that crashes in its constructor                        → HyphaServeAppUnhealthy
+    6  benign: restart Hypha with the same server id                       → nothing
+    7  benign: wake two-step from zero with a request                      → nothing
+    0  remove the fault apps
+    q  quit (or Ctrl-C)
 `);
-    await exporter.exited;
-    if (!stopping) {
-      step('the exporter exited unexpectedly; see its log');
-      await stopAll(1);
+    const faultApps: ServeAppConfig[] = [];
+    const actions: Record<string, () => Promise<void>> = {
+      1: async () => { faultApps.push(be('be-buggy', 'buggy_deregister_at_zero', 1)); await deploy(faultApps); },
+      2: async () => { faultApps.push(be('be-wait', 'wait_for_running', null)); await deploy(faultApps); },
+      3: () => s.hypha.restart({ serverId: undefined }),
+      4: async () => { await s.hypha.stopServer(); step('Hypha stopped; starting it again in 60 s'); await new Promise((r) => setTimeout(r, 60_000)); await s.hypha.startServer(); },
+      5: async () => { faultApps.push(...rayAppConfig('crash-on-start.yaml').applications); await deploy(faultApps); },
+      6: async () => s.hypha.restart({}),
+      7: async () => { const r = await s.ray.request('/two-step?text=hi', 120_000); step(`two-step answered ${r.status}`); },
+      0: async () => { faultApps.length = 0; await deploy(); },
+    };
+    if (!process.stdin.isTTY) {
+      step('stdin is not a terminal: no menu; Ctrl-C or SIGTERM stops the demo');
+      return;
     }
+    const rl = readline.createInterface({ input: process.stdin });
+    rl.on('line', (line) => {
+      const key = line.trim();
+      if (key === 'q') return void stopAll(0);
+      const act = actions[key];
+      if (!act) return step(`unknown choice "${key}"`);
+      step(`injecting ${key}`);
+      act().then(() => step(`done: ${key}`), (e: Error) => step(`failed: ${e.message}`));
+    });
   } catch (e) {
     process.stderr.write(`demo failed: ${(e as Error).message}\n`);
     await stopAll(1);

@@ -34,7 +34,7 @@ export interface StackOptions {
   /** Hypha's fixed server id at start (restarts may change it). */
   hyphaServerId?: string;
   /** Extra YAML appended to the exporter config (e.g. registration mapping). */
-  exporterExtraConfig?: (s: { hypha: HyphaHandle; ray: RayCluster }) => string;
+  exporterExtraConfig?: string;
   log?: (msg: string) => void;
 }
 
@@ -44,6 +44,8 @@ export interface Stack {
   exporter: Proc;
   exporterUrl: string;
   exporterConfigFile: string;
+  /** The Hypha root token in a 0600 file, for app proxies that register themselves. */
+  hyphaTokenFile: string;
   prometheus: PrometheusServer;
   alertmanager: Alertmanager;
   receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
@@ -67,7 +69,7 @@ export function exporterConfig(o: StackOptions, hypha: HyphaHandle, ray: RayClus
     '  - service: public/artifact-manager',
     '    canary:',
     `      reresolve_after: ${o.canaryReresolveAfter}`,
-    o.exporterExtraConfig ? o.exporterExtraConfig({ hypha, ray }) : '',
+    o.exporterExtraConfig ?? '',
   ].join('\n') + '\n';
 }
 
@@ -93,6 +95,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
 
     const dir = path.join(repoRoot(), '.tmp', `stack-${process.pid}-${Date.now()}`);
     fs.mkdirSync(dir, { recursive: true });
+    const hyphaTokenFile = path.join(dir, 'hypha-token');
+    fs.writeFileSync(hyphaTokenFile, hypha.rootToken, { mode: 0o600 });
     const exporterConfigFile = path.join(dir, 'exporter.yml');
     fs.writeFileSync(exporterConfigFile, exporterConfig(o, hypha, ray));
     const port = await freePort();
@@ -117,7 +121,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     started.push(prometheus);
     await prometheus.waitForTargetsUp(60_000, EXPORTER_JOB);
     log(`[stack ${since()}] Prometheus ${prometheus.url} scraping the exporter, rules loaded`);
-    return { hypha, ray, exporter, exporterUrl, exporterConfigFile, prometheus, alertmanager, receiver, pagesLog, stop: async () => { await stopAll(); fs.rmSync(dir, { recursive: true, force: true }); if (rules.dir) fs.rmSync(rules.dir, { recursive: true, force: true }); } };
+    return { hypha, ray, exporter, exporterUrl, exporterConfigFile, hyphaTokenFile, prometheus, alertmanager, receiver, pagesLog, stop: async () => { await stopAll(); fs.rmSync(dir, { recursive: true, force: true }); if (rules.dir) fs.rmSync(rules.dir, { recursive: true, force: true }); } };
   } catch (e) {
     await stopAll();
     throw e;

@@ -6,6 +6,7 @@ import { Stack, startStack } from '../harness/stack';
 import { waitFor } from '../harness/proc';
 import { rayAppConfig } from '../harness/ray';
 import { firingInPrometheus, pagesSince, recordTime, sleep, waitForPage } from '../helpers/e2e';
+import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 
 jest.setTimeout(900_000);
 
@@ -25,6 +26,8 @@ describe('end-to-end incident replays', () => {
       groupInterval: '2s',
       canaryReresolveAfter: '40s',
       hyphaServerId: 'e2e-fixed',
+      // The BioEngine worker's client id is known here; in production it is discovered.
+      exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
     });
   });
 
@@ -33,6 +36,41 @@ describe('end-to-end incident replays', () => {
   });
 
   const metric = async (expr: string) => (await stack.prometheus.vector(expr)).map((s) => Number(s.value[1]));
+
+  const registration = async (app: string) => {
+    const v = await stack.prometheus.vector(`hypha_serve_app_registration_state{app="${app}"} == 1`);
+    return v[0]?.metric.state;
+  };
+
+  it('incident 1a/1b: idle-at-zero deregistration and never-registered-at-0 page with their cause; fixed proxies do not', async () => {
+    const app = (name: string, behaviour: 'buggy_deregister_at_zero' | 'fixed' | 'wait_for_running', initialReplicas: number | null) =>
+      bioengineApp({ name, behaviour, hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas });
+    const t0 = Date.now();
+    await stack.ray.deploy({ applications: [
+      app('be-buggy', 'buggy_deregister_at_zero', 1), app('be-fixed', 'fixed', 1),
+      app('be-wait', 'wait_for_running', null), app('be-fixed0', 'fixed', null),
+    ] });
+    // 1a: registered while the Model has a replica, then the proxy deregisters when it idles at zero.
+    await waitFor('be-buggy registered', async () => (await registration('be-buggy')) === 'registered', 240_000, 500);
+    await waitFor('be-buggy deregistered at zero', async () => (await registration('be-buggy')) === 'missing_scaled_to_zero', 240_000, 250);
+    const fault1a = Date.now();
+    const page1a = await waitForPage(stack, 'HyphaServeAppRunningNotRegistered', fault1a, 240_000, { app: 'be-buggy' }, '/pager');
+    recordTime('incident 1a (idle at zero, proxy deregistered)', 'HyphaServeAppRunningNotRegistered', page1a.ms);
+    expect(page1a.annotations.cause).toBe('missing_scaled_to_zero');
+    // 1b: RUNNING since deploy, never registered (the readiness gate waits for a replica that never comes).
+    const page1b = await waitForPage(stack, 'HyphaServeAppRunningNotRegistered', t0, 240_000, { app: 'be-wait' }, '/pager');
+    const wait1b = await stack.prometheus.vector('hypha_serve_app_unregistered_since_timestamp_seconds{app="be-wait"}');
+    const since1b = wait1b.length ? Number(wait1b[0].value[1]) * 1000 : t0;
+    recordTime('incident 1b (deployed at 0, never registered)', 'HyphaServeAppRunningNotRegistered', stack.receiver.firing('HyphaServeAppRunningNotRegistered', '/pager').filter((p) => p.alerts.some((a) => a.labels.app === 'be-wait'))[0].receivedAt - since1b);
+    expect(page1b.annotations.cause).toBe('missing_never_registered');
+    // The benign look-alikes: the same apps with the fixed proxy stay registered, idle at zero, and never page.
+    expect(await registration('be-fixed')).toBe('registered');
+    expect(await registration('be-fixed0')).toBe('registered');
+    expect((await stack.prometheus.vector('hypha_serve_deployment_scaled_to_zero{app="be-fixed0",deployment="Model"}'))[0]?.value[1]).toBe('1');
+    for (const a of ['be-fixed', 'be-fixed0']) expect(pagesSince(stack, 'HyphaServeAppRunningNotRegistered', t0, { app: a })).toBe(0);
+    await stack.ray.deleteAllApps();
+    await waitFor('apps gone', async () => (await stack.prometheus.vector('hypha_serve_app_status{app=~"be-.*"}')).length === 0, 120_000, 1000);
+  });
 
   it('benign: Hypha restarts with the same server id → no stale-proxy page', async () => {
     await waitFor('artifact manager watched', async () => (await metric('hypha_serve_service_providers{service="public/artifact-manager"}'))[0] === 1, 120_000, 500);
