@@ -59,10 +59,4 @@ export function stateCode(metric: string, selector: string, label: string, state
 
 export const APP_STATES = ['NOT_STARTED', 'DEPLOYING', 'DEPLOY_FAILED', 'RUNNING', 'UNHEALTHY', 'DELETING'] as const;
 export const DEPLOYMENT_STATES = ['UPDATING', 'HEALTHY', 'UNHEALTHY', 'DEPLOY_FAILED', 'UPSCALING', 'DOWNSCALING'] as const;
-export const REGISTRATION_STATES = [
-  'registered',
-  'missing_scaled_to_zero',
-  'missing_never_registered',
-  'missing_crashed',
-  'missing_other',
-] as const;
+export { REGISTRATION_STATES } from '../../src/registration/types';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { duration } from './validators';
 import { parseDuration } from '../util/duration';
 
 // Config fragment `hypha_registration:` (issue 3): which Hypha service every
@@ -6,12 +7,7 @@ import { parseDuration } from '../util/duration';
 // connection itself is `hypha:` (services-schema.ts). Absent = defaults: every
 // app with a ProxyDeployment is a BioEngine app expected in the connection's
 // workspace, and bioengine-worker services there are discovered.
-// (It cannot import schema.ts's helpers: schema.ts imports this file.)
 
-const durationText = z
-  .string()
-  .regex(/^(\d+(\.\d+)?(ms|s|m|h|d))+$/, 'must be a duration such as 500ms, 15s, 1m')
-  .refine((s) => (parseDuration(s) ?? 0) > 0, 'must be a duration such as 500ms, 15s, 1m');
 
 const workspaceName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_|.-]*$/, 'must be a workspace id');
 const clientIdText = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.|-]*$/, 'must be a client id');
@@ -61,17 +57,17 @@ export const workersSchema = z.strictObject({
   services: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_|.-]*\/[A-Za-z0-9][A-Za-z0-9_.|-]*:[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be a full "ws/client:service" id'))
     .default([])
     .describe('Worker services to cross-check in addition to the discovered ones.'),
-  interval: durationText.default('60s').describe('How often the workers are asked (get_status, get_app_status).'),
-  timeout: durationText.optional().describe('Deadline of each worker call (default: hypha_registration.timeout).'),
+  interval: duration.default('60s').describe('How often the workers are asked (get_status, get_app_status).'),
+  timeout: duration.optional().describe('Deadline of each worker call (default: hypha_registration.timeout).'),
   logs_tail: z.number().int().min(0).default(0).describe('logs_tail passed to get_app_status (it ships replica logs; keep it small).'),
 });
 
 export const hyphaRegistrationSchema = z
   .strictObject({
-    interval: durationText.optional().describe('Registry poll interval, the safety net under the events (default: global.interval).'),
-    timeout: durationText.optional().describe('Deadline of every Hypha call (default: global.timeout).'),
+    interval: duration.optional().describe('Registry poll interval, the safety net under the events (default: global.interval).'),
+    timeout: duration.optional().describe('Deadline of every Hypha call (default: global.timeout).'),
     workspaces: z.array(workspaceName).default([]).describe("Extra workspaces to list each cycle (the connection's workspace and every mapping's are listed anyway)."),
-    reconnect_settle: durationText
+    reconnect_settle: duration
       .default('20s')
       .describe('After a (re)connect, an app registered before is not reported missing until this long (its provider re-registers with its own backoff).'),
     clusters: z.array(clusterMappingSchema).default([]).describe('Per-cluster mappings; a cluster not listed gets the BioEngine mapping with defaults.'),

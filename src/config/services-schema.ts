@@ -1,14 +1,9 @@
 import { z } from 'zod';
 import { parseDuration } from '../util/duration';
+import { credentialRef, duration, labelName, wsOrHttpUrl } from './validators';
 
 // Config fragment `watched_services:` (issue 4). Kept apart from schema.ts so
 // the watched-services feature owns its shape; schema.ts only adds the key.
-// (It cannot import schema.ts's helpers: schema.ts imports this file.)
-
-const durationText = z
-  .string()
-  .regex(/^(\d+(\.\d+)?(ms|s|m|h|d))+$/, 'must be a duration such as 500ms, 15s, 1m')
-  .refine((s) => (parseDuration(s) ?? 0) > 0, 'must be a duration such as 500ms, 15s, 1m');
 
 /** "workspace/service-id": the short form a worker passes to getService. */
 const serviceRef = z
@@ -51,7 +46,7 @@ export const probeSchema = z.strictObject({
 export const canarySchema = z.strictObject({
   enabled: z.boolean().default(true),
   reresolve_after: z
-    .union([durationText, z.enum(['never', 'immediately'])])
+    .union([duration, z.enum(['never', 'immediately'])])
     .default('10m')
     .describe('How long a stale canary is kept (so the alert can fire) before it is resolved anew and counted.'),
 });
@@ -72,8 +67,8 @@ export const holderSchema = z.strictObject({
 export const watchedServiceSchema = z
   .strictObject({
     service: serviceRef.describe('Service to watch; the value of the `service` label.'),
-    interval: durationText.optional().describe('Sampling interval (default: global.interval).'),
-    timeout: durationText.optional().describe('Hard deadline of every call of one cycle (default: global.timeout).'),
+    interval: duration.optional().describe('Sampling interval (default: global.interval).'),
+    timeout: duration.optional().describe('Hard deadline of every call of one cycle (default: global.timeout).'),
     resolve_mode: z.enum(RESOLVE_MODES).default('random').describe('getService mode for the fresh resolution and the canary.'),
     probe: probeSchema
       .optional()
@@ -116,31 +111,12 @@ export type RawWatchedService = z.infer<typeof watchedServiceSchema>;
 
 // ------------------------------------------------------------ Hypha connection
 
-/**
- * `hypha:` — the Hypha server the watched services are looked up on. Defined
- * here because no other fragment provided it yet; the field names are the
- * ones the Hypha registration source (issue 3) needs too, so that fragment
- * can take this over and extend it (schema.ts' wsOrHttpUrl/credentialRef are
- * duplicated below only because schema.ts imports this file).
- */
-const connectionUrl = z.string().refine((s) => {
-  try {
-    const u = new URL(s);
-    return ['http:', 'https:', 'ws:', 'wss:'].includes(u.protocol) && u.username === '' && u.password === '';
-  } catch {
-    return false;
-  }
-}, 'must be an http(s) or ws(s) URL without credentials in it');
-
+/** `hypha:` — the Hypha server that registration and the watched services are looked up on. */
 export const hyphaConnectionSchema = z.strictObject({
-  name: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$/, 'must be 1-63 characters of letters, digits, _ . : -')
-    .describe('Hypha server name; the `target` label of its sources.'),
-  server_url: connectionUrl.describe('Hypha server URL (http(s):// or ws(s)://…/ws).'),
+  name: labelName.describe('Hypha server name; the `target` label of its sources.'),
+  server_url: wsOrHttpUrl.describe('Hypha server URL (http(s):// or ws(s)://…/ws).'),
   workspace: z.string().min(1).optional().describe("Workspace to connect to; must match the token's (default: the token's, or a new anonymous one)."),
-  bearer_token_file: z.string().min(1).optional(),
-  bearer_token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+  ...credentialRef,
 });
 
 export type RawHyphaConnection = z.infer<typeof hyphaConnectionSchema>;

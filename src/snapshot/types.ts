@@ -46,6 +46,18 @@ export function newSourceHealth(source: SourceKind, target: string): SourceHealt
   return { source, target, up: false, errors };
 }
 
+/** The health after a failed sample: down, counted by reason, with the (already scrubbed) message. */
+export function failedHealth(h: SourceHealth, reason: SampleErrorReason, message: string, durationSeconds?: number): SourceHealth {
+  return {
+    ...h,
+    up: false,
+    lastDurationSeconds: durationSeconds ?? h.lastDurationSeconds,
+    errors: { ...h.errors, [reason]: h.errors[reason] + 1 },
+    lastError: message,
+    lastErrorSeconds: Date.now() / 1000,
+  };
+}
+
 // ---------------------------------------------------------------- Ray Serve
 
 export const APP_STATUSES = ['NOT_STARTED', 'DEPLOYING', 'DEPLOY_FAILED', 'RUNNING', 'UNHEALTHY', 'DELETING'] as const;

@@ -114,13 +114,7 @@ export interface DeploymentV1 {
   scaled_to_zero: boolean;
 }
 
-export const REGISTRATION_STATES = [
-  'registered',
-  'missing_scaled_to_zero',
-  'missing_never_registered',
-  'missing_crashed',
-  'missing_other',
-] as const;
+export { REGISTRATION_STATES } from '../registration/types';
 
 export interface RegistrationV1 {
   /** Full Hypha service id the app is expected under ("workspace/client:service"). */

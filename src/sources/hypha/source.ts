@@ -7,7 +7,7 @@ import { RegistrationTracker } from '../../registration/tracker';
 import type { AppRegistration, HyphaSample, WorkerSample } from '../../registration/types';
 import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
 import type { SnapshotStore } from '../../snapshot/store';
-import { newSourceHealth, SampleErrorReason, Snapshot, SourceHealth } from '../../snapshot/types';
+import { failedHealth, newSourceHealth, SampleErrorReason, Snapshot, SourceHealth } from '../../snapshot/types';
 import { errorMessage } from '../../util/errors';
 import { Poller, Source } from '../poller';
 import { HyphaClient, HyphaConnection } from './client';
@@ -197,14 +197,7 @@ export class HyphaSource implements Source {
     const reason: SampleErrorReason = sampleReason(err.kind);
     const wasUp = this.#health.up;
     const firstFailure = this.#health.lastSuccessSeconds === undefined && this.#health.lastError === undefined;
-    this.#health = {
-      ...this.#health,
-      up: false,
-      lastDurationSeconds: started !== undefined ? (performance.now() - started) / 1000 : this.#health.lastDurationSeconds,
-      errors: { ...this.#health.errors, [reason]: this.#health.errors[reason] + 1 },
-      lastError: err.message,
-      lastErrorSeconds: Date.now() / 1000,
-    };
+    this.#health = failedHealth(this.#health, reason, err.message, started !== undefined ? (performance.now() - started) / 1000 : undefined);
     if (wasUp || firstFailure) this.log.warn({ hypha: this.target, reason, error: err.message }, 'hypha source down');
     this.#publish();
   }

@@ -1,7 +1,7 @@
 import type { Logger } from '../../log';
 import type { RayClusterConfig } from '../../config/load';
 import { SnapshotStore } from '../../snapshot/store';
-import { newSourceHealth, RayClusterSample, SampleErrorReason, ServeProxy, SourceHealth } from '../../snapshot/types';
+import { failedHealth, newSourceHealth, RayClusterSample, SampleErrorReason, ServeProxy, SourceHealth } from '../../snapshot/types';
 import { errorMessage, ReasonedError } from '../../util/errors';
 import { scrub } from '../../util/secret';
 import { httpGet } from '../http-get';
@@ -99,14 +99,7 @@ export class RayServeSource implements Source {
       const reason: SampleErrorReason = e instanceof ReasonedError ? (e.reason as SampleErrorReason) : 'other';
       const message = scrub(errorMessage(e), this.cfg.token ? [this.cfg.token] : []);
       const wasUp = this.#health.up;
-      this.#health = {
-        ...this.#health,
-        up: false,
-        lastDurationSeconds: (performance.now() - started) / 1000,
-        errors: { ...this.#health.errors, [reason]: this.#health.errors[reason] + 1 },
-        lastError: message,
-        lastErrorSeconds: Date.now() / 1000,
-      };
+      this.#health = failedHealth(this.#health, reason, message, (performance.now() - started) / 1000);
       if (wasUp || this.#health.lastSuccessSeconds === undefined) {
         this.log.warn({ cluster: this.cfg.name, reason, error: message }, 'ray source down');
       } else {

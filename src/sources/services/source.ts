@@ -2,7 +2,7 @@ import type { Logger } from '../../log';
 import type { HolderConfig, WatchedServiceConfig } from '../../config/services-schema';
 import type { SnapshotStore } from '../../snapshot/store';
 import { CallVia, ProbeResult, WatchedServiceSample } from '../../snapshot/services';
-import { newSourceHealth, SampleErrorReason, SourceHealth } from '../../snapshot/types';
+import { failedHealth, newSourceHealth, SampleErrorReason, SourceHealth } from '../../snapshot/types';
 import { errorMessage } from '../../util/errors';
 import { HyphaClient, HyphaConnectOptions, HyphaConnection, RemoteService } from '../hypha/client';
 import { HyphaError, sampleReason, toHyphaError } from '../hypha/errors';
@@ -225,14 +225,7 @@ export class WatchedServiceSource implements Source {
     const err = toHyphaError(e, 'sample', this.#secrets());
     const reason: SampleErrorReason = sampleReason(err.kind);
     const wasUp = this.#health.up;
-    this.#health = {
-      ...this.#health,
-      up: false,
-      lastDurationSeconds: (performance.now() - started) / 1000,
-      errors: { ...this.#health.errors, [reason]: this.#health.errors[reason] + 1 },
-      lastError: err.message,
-      lastErrorSeconds: Date.now() / 1000,
-    };
+    this.#health = failedHealth(this.#health, reason, err.message, (performance.now() - started) / 1000);
     if (wasUp || this.#health.lastSuccessSeconds === undefined) {
       this.log.warn({ service: this.cfg.service, hypha: this.conn.name, reason, error: err.message }, 'watched-service source down');
     } else {
