@@ -20,7 +20,7 @@ export const rayClusterSchema = z.strictObject({
   interval: duration.optional().describe('Sampling interval (default: global.interval).'),
   timeout: duration.optional().describe('Deadline of one Serve API request (default: global.timeout).'),
   /** Responses larger than this are refused (bounded memory). */
-  max_response_bytes: z.number().int().positive().default(64 * 1024 * 1024),
+  max_response_bytes: z.number().int().positive().default(32 * 1024 * 1024),
   /** At most this many apps are exported per cluster; the rest are counted as dropped. */
   max_apps: z.number().int().positive().default(5000),
   proxy_probe: proxyProbeSchema.default({ enabled: true, timeout: '2s' }),

@@ -7,6 +7,8 @@ import { waitFor } from '../harness/proc';
 import { rayAppConfig } from '../harness/ray';
 import { firingInPrometheus, pagesSince, recordTime, sleep, waitForPage } from '../helpers/e2e';
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
+import { metricNamesInExposition, metricNamesUsedByRules } from '../helpers/rule-metrics';
+import { startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
 
 jest.setTimeout(900_000);
 
@@ -14,6 +16,12 @@ const FOR_DIVISOR = 10;
 
 describe('end-to-end incident replays', () => {
   let stack: Stack;
+  let worker: WorkerStandIn | undefined;
+  // Metric names seen on the real exporter's /metrics during the run, for the rules' check.
+  const emitted = new Set<string>();
+  const captureMetrics = async () => {
+    for (const n of metricNamesInExposition(await (await fetch(`${stack.exporterUrl}/metrics`)).text())) emitted.add(n);
+  };
 
   beforeAll(async () => {
     stack = await startStack({
@@ -32,6 +40,7 @@ describe('end-to-end incident replays', () => {
   });
 
   afterAll(async () => {
+    await worker?.disconnect().catch(() => undefined);
     await stack?.stop();
   });
 
@@ -45,6 +54,16 @@ describe('end-to-end incident replays', () => {
   it('incident 1a/1b: idle-at-zero deregistration and never-registered-at-0 page with their cause; fixed proxies do not', async () => {
     const app = (name: string, behaviour: 'buggy_deregister_at_zero' | 'fixed' | 'wait_for_running', initialReplicas: number | null) =>
       bioengineApp({ name, behaviour, hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas });
+    // A BioEngine worker (stand-in) that reports the apps as it would: the operator's view.
+    worker = await startWorkerStandIn({
+      serverUrl: stack.hypha.url, token: stack.hypha.rootToken, clientId: BIOENGINE_PREFIX,
+      apps: {
+        'be-buggy': { status: 'RUNNING', service_registered: false, deployed_by_worker_client_id: BIOENGINE_PREFIX },
+        'be-fixed': { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: BIOENGINE_PREFIX },
+        'be-wait': { status: 'RUNNING', service_registered: null, deployed_by_worker_client_id: BIOENGINE_PREFIX },
+        'be-fixed0': { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: BIOENGINE_PREFIX },
+      },
+    });
     const t0 = Date.now();
     await stack.ray.deploy({ applications: [
       app('be-buggy', 'buggy_deregister_at_zero', 1), app('be-fixed', 'fixed', 1),
@@ -68,6 +87,12 @@ describe('end-to-end incident replays', () => {
     expect(await registration('be-fixed0')).toBe('registered');
     expect((await stack.prometheus.vector('hypha_serve_deployment_scaled_to_zero{app="be-fixed0",deployment="Model"}'))[0]?.value[1]).toBe('1');
     for (const a of ['be-fixed', 'be-fixed0']) expect(pagesSince(stack, 'HyphaServeAppRunningNotRegistered', t0, { app: a })).toBe(0);
+    // The worker-view alert is for workers that claim registration (or say nothing); this worker
+    // admits be-buggy is unregistered, so only the Ray-view alert pages for it.
+    expect(pagesSince(stack, 'HyphaServeWorkerAppRunningNotRegistered', t0, { app: 'be-buggy' })).toBe(0);
+    await captureMetrics();
+    await worker.disconnect();
+    worker = undefined;
     await stack.ray.deleteAllApps();
     await waitFor('apps gone', async () => (await stack.prometheus.vector('hypha_serve_app_status{app=~"be-.*"}')).length === 0, 120_000, 1000);
   });
@@ -106,6 +131,7 @@ describe('end-to-end incident replays', () => {
     expect(page.annotations.description).toMatch(/public\/artifact-manager/);
     // The fresh path works while the cached one does not.
     expect(await metric('hypha_serve_service_probe_success{service="public/artifact-manager",via="fresh"}')).toEqual([1]);
+    await captureMetrics();
   });
 
   it('a crashed deployment → the Serve alert (chat), and no not-registered page', async () => {
@@ -115,5 +141,11 @@ describe('end-to-end incident replays', () => {
     recordTime('crashed deployment', 'HyphaServeAppUnhealthy', page.ms);
     expect(pagesSince(stack, 'HyphaServeAppRunningNotRegistered', t0, { app: 'crash-on-start' })).toBe(0);
     await stack.ray.deleteAllApps();
+  });
+
+  it('every metric the rules use was emitted by the real exporter during this run', async () => {
+    await captureMetrics();
+    const missing = metricNamesUsedByRules().filter((n) => !emitted.has(n));
+    expect(missing).toEqual([]);
   });
 });

@@ -178,4 +178,31 @@ describe('Ray Serve source through the exporter', () => {
     const out = execFileSync('sh', ['-c', `promtool check metrics < ${f} 2>&1; echo rc=$?`]).toString();
     expect(out.trim()).toBe('rc=0');
   });
+
+  it('a 50 MB streamed body is cut off at the default limit, not buffered', async () => {
+    let written = 0;
+    let closedEarly = false;
+    up.set((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(1024 * 1024, 0x20);
+      const pump = () => {
+        while (written < 50 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      res.on('close', () => { if (written < 50 * 1024 * 1024) closedEarly = true; });
+      res.write('{"applications": {}, "pad": "');
+      pump();
+    });
+    const h = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    timeout: 20s\n`);
+    h.exporter.start();
+    await h.exporter.settled();
+    const text = await h.exporter.metrics.render();
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'too_large' })).toBe(1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(closedEarly).toBe(true);
+    await h.close();
+  });
 });

@@ -112,4 +112,25 @@ describe('web security', () => {
       await up.close();
     }
   });
+
+  it('no request parameter makes the exporter contact a host that is not in its config', async () => {
+    const configured = await startUpstream((_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"applications": {}}'); });
+    const other = await startUpstream((_req, res) => { res.writeHead(200); res.end('{}'); });
+    const { p, base } = await start('tls_server_config:\n  cert_file: ' + `${t.dir}/srv.crt\n  key_file: ${t.dir}/srv.key\n`, {},
+      `ray_clusters:\n  - name: c\n    dashboard_url: ${configured.url}\n    interval: 200ms\n`);
+    try {
+      await waitFor('sampling', async () => configured.requests.length >= 2, 15_000);
+      const evil = encodeURIComponent(other.url);
+      for (const path of [`/metrics?target=${evil}`, `/probe?target=${evil}&module=ray`, `/api/v1/status?url=${evil}`, `/?dashboard_url=${evil}`, `/-/ready?target=${evil}`]) {
+        await tlsGet(`${base}${path}`, ca);
+      }
+      await tlsGet(`${base}/-/reload?config.file=${encodeURIComponent('/etc/passwd')}`, ca, { method: 'POST' });
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(other.requests).toEqual([]);
+    } finally {
+      await stop(p);
+      await configured.close();
+      await other.close();
+    }
+  });
 });
