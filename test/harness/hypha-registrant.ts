@@ -219,3 +219,13 @@ export async function startWorkerStandIn(opts: { serverUrl: string; token: strin
     },
   };
 }
+
+/** One client registering many services (e.g. for a registry-scale benchmark); disconnect removes them all. */
+export async function registerMany(opts: { serverUrl: string; token: string; clientId: string; serviceIds: string[]; type?: string }): Promise<{ disconnect(): Promise<void> }> {
+  ensureWs();
+  const server = await rawConnect({ server_url: opts.serverUrl, client_id: opts.clientId, token: opts.token, logger: quiet, method_timeout: 30 });
+  for (const id of opts.serviceIds) {
+    await server.registerService({ id, type: opts.type ?? 'bioengine-app', config: { visibility: 'public' }, ping: () => 'pong' });
+  }
+  return { disconnect: () => server.disconnect() };
+}

@@ -94,6 +94,8 @@ export interface RayCluster {
   dashboardUrl: string;
   /** Port of the head-node Serve HTTP proxy (fixed when Serve first starts, i.e. on first deploy). */
   serveHttpPort: number;
+  /** Port of the head node's Ray metrics agent (Prometheus text, Ray's own Serve metrics), if set. */
+  metricsExportPort?: number;
   /** http://127.0.0.1:<serveHttpPort> */
   serveUrl: string;
   headNodeIp: string;
@@ -462,6 +464,7 @@ export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> 
   const cluster: RayCluster = {
     dashboardUrl,
     serveHttpPort,
+    metricsExportPort: portOf.get('--metrics-export-port'),
     serveUrl,
     headNodeIp,
     rayVersion,

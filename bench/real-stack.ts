@@ -1,0 +1,168 @@
+// Benchmarks against the real peers (`npm run bench:real`):
+//  (a) /metrics of the exporter vs Ray's own metrics endpoint, scraped on the same real cluster;
+//  (b) the Hypha registry source at 100 / 1,000 / 5,000 apps in one workspace: cycle time and
+//      RPCs per cycle (one listServices per workspace, whatever the number of apps).
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { Exporter } from '../src/exporter';
+import { extensions } from '../src/extensions';
+import { HyphaConnection } from '../src/sources/hypha/client';
+import { startHypha } from '../test/harness/hypha';
+import { registerMany } from '../test/harness/hypha-registrant';
+import { rayAppConfig, startRay } from '../test/harness/ray';
+import { waitFor } from '../test/harness/proc';
+import { servePayload } from './serve-payload';
+import { quantile, writeSection } from './stats';
+
+const f1 = (x: number) => x.toFixed(1);
+
+async function timedGets(url: string, n: number): Promise<{ p50: number; p99: number; bytes: number; status: number }> {
+  const xs: number[] = [];
+  let bytes = 0;
+  let status = 0;
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const r = await fetch(url);
+    const body = await r.text();
+    xs.push(performance.now() - t0);
+    bytes = body.length;
+    status = r.status;
+  }
+  xs.sort((a, b) => a - b);
+  return { p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), bytes, status };
+}
+
+function configFile(text: string): { file: string; cleanup(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
+  const file = path.join(dir, 'c.yml');
+  fs.writeFileSync(file, text);
+  return { file, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+async function rayVsExporter(): Promise<string> {
+  const ray = await startRay();
+  const cfg = configFile(`ray_clusters:\n  - name: bench\n    dashboard_url: ${ray.dashboardUrl}\n    interval: 2s\n`);
+  const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }) });
+  const srv = http.createServer(async (_req, res) => { res.end(await exporter.metrics.render()); });
+  try {
+    await ray.deploy(rayAppConfig('two-step.yaml'));
+    await ray.waitApp('two-step', (a) => a.status === 'RUNNING', 180_000);
+    await ray.request('/two-step?text=bench', 60_000);
+    exporter.start();
+    await exporter.settled();
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    const port = (srv.address() as AddressInfo).port;
+    const rayUrl = `http://127.0.0.1:${ray.metricsExportPort}/metrics`;
+    await waitFor('Ray metrics agent serving Serve metrics', async () => (await (await fetch(rayUrl)).text()).includes('ray_serve_'), 120_000, 2000);
+    const rayM = await timedGets(rayUrl, 50);
+    const ours = await timedGets(`http://127.0.0.1:${port}/metrics`, 50);
+    return [
+      'Same real single-node Ray 2.60 cluster, app `two-step` RUNNING; 50 sequential GETs each, loopback, ms.',
+      '',
+      '| endpoint | p50 | p99 | body bytes |',
+      '|---|---|---|---|',
+      `| Ray's own metrics agent (\`--metrics-export-port\`) | ${f1(rayM.p50)} | ${f1(rayM.p99)} | ${rayM.bytes} |`,
+      `| hypha-serve-exporter \`/metrics\` | ${f1(ours.p50)} | ${f1(ours.p99)} | ${ours.bytes} |`,
+    ].join('\n');
+  } finally {
+    srv.close();
+    await exporter.stop();
+    cfg.cleanup();
+    await ray.stop();
+  }
+}
+
+async function hyphaScale(sizes: number[]): Promise<string> {
+  const hypha = await startHypha({});
+  const calls: Record<string, number> = {};
+  // Count every RPC the exporter's Hypha connection makes, by method.
+  for (const m of ['listServices', 'getServiceInfo', 'getService', 'callDirect', 'subscribe'] as const) {
+    const orig = HyphaConnection.prototype[m] as (...a: unknown[]) => Promise<unknown>;
+    (HyphaConnection.prototype as unknown as Record<string, unknown>)[m] = function (this: HyphaConnection, ...a: unknown[]) {
+      calls[m] = (calls[m] ?? 0) + 1;
+      return orig.apply(this, a);
+    };
+  }
+  const rows: string[] = [];
+  try {
+    for (const n of sizes) {
+      const payload = servePayload(n, 3, 1, 0) as { applications: Record<string, unknown> };
+      const apps = Object.keys(payload.applications);
+      // Hypha caps a client at 1,000 services: register in batches from several clients.
+      const clients = [];
+      for (let i = 0; i < apps.length; i += 1000) {
+        clients.push(await registerMany({ serverUrl: hypha.url, token: hypha.rootToken, clientId: `bench-${n}-${i}`, serviceIds: apps.slice(i, i + 1000) }));
+      }
+      const body = JSON.stringify(payload);
+      const up = http.createServer((_q, r) => { r.writeHead(200, { 'content-type': 'application/json' }); r.end(body); });
+      await new Promise<void>((r) => up.listen(0, '127.0.0.1', () => r()));
+      const rayUrl = `http://127.0.0.1:${(up.address() as AddressInfo).port}`;
+      const cfg = configFile([
+        'global: {interval: 1h, timeout: 30s}',
+        `ray_clusters:\n  - {name: bench, dashboard_url: "${rayUrl}", max_apps: 100000, proxy_probe: {enabled: false}}`,
+        `hypha: {name: bench, server_url: "${hypha.url}", bearer_token_env: HYPHA_TOKEN}`,
+        'watched_services: []',
+        'hypha_registration:',
+        '  workers: {discover: false}',
+        '  clusters:',
+        '    - cluster: bench',
+        '      bioengine: {enabled: false}',
+        '      templates: [{service: "{workspace}/*:{app}"}]',
+        '',
+      ].join('\n'));
+      const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }), env: { HYPHA_TOKEN: hypha.rootToken }, ...extensions() });
+      exporter.start();
+      await exporter.settled();
+      await waitFor('registered series', async () => (await exporter.metrics.render()).includes('hypha_serve_app_registered{'), 120_000, 500);
+      for (const k of Object.keys(calls)) delete calls[k];
+      const cycles = 10;
+      const times: number[] = [];
+      for (let i = 0; i < cycles; i++) {
+        const t0 = performance.now();
+        await exporter.sampleAll();
+        times.push(performance.now() - t0);
+      }
+      times.sort((a, b) => a - b);
+      const t0 = performance.now();
+      const text = await exporter.metrics.render();
+      const renderMs = performance.now() - t0;
+      const registered = (text.match(/^hypha_serve_app_registered\{.*\} 1$/gm) ?? []).length;
+      const perCycle = Object.entries(calls).map(([k, v]) => `${k} ${v / cycles}`).join(', ') || 'none';
+      rows.push(`| ${n} | ${registered} | ${f1(quantile(times, 0.5))} / ${f1(quantile(times, 0.99))} | ${perCycle} | ${f1(renderMs)} | ${(text.length / 1e6).toFixed(2)} MB | ${(process.memoryUsage().rss / 1048576).toFixed(0)} MB |`);
+      process.stdout.write(`hypha scale ${n} done\n`);
+      await exporter.stop();
+      cfg.cleanup();
+      up.close();
+      for (const c of clients) await c.disconnect();
+    }
+  } finally {
+    await hypha.stop();
+  }
+  return [
+    'Real Hypha 0.21.137; N services registered in one workspace (several clients, 1,000 each); a Serve payload of N apps × 3 deployments from loopback; `templates` mapping `{workspace}/*:{app}`; 10 sampling cycles of all sources (Ray + Hypha registry), ms.',
+    '',
+    '| apps = services | registered series = 1 | cycle p50 / p99 (Ray + Hypha) | Hypha RPCs per cycle | /metrics render | bytes | RSS |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const file = path.resolve(__dirname, '..', '..', 'BENCHMARKS.md');
+  const sizes = (process.env.BENCH_HYPHA_APPS ?? '100,1000,5000').split(',').map(Number);
+  const h = await hyphaScale(sizes);
+  process.stdout.write(`\n${h}\n`);
+  writeSection(file, 'hypha-scale', `## Hypha registry source at scale\n\nCommand: \`npm run bench:real\`.\n\n${h}`);
+  const r = await rayVsExporter();
+  process.stdout.write(`\n${r}\n`);
+  writeSection(file, 'ray-vs-exporter', `## Scrape latency: the exporter vs Ray's own metrics endpoint\n\nCommand: \`npm run bench:real\`.\n\n${r}`);
+}
+
+main().catch((e) => {
+  process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});
