@@ -1,16 +1,16 @@
 // Side table of the panel queries that return nothing while everything is healthy, and the
 // fault that makes them return data. The live test (test/integration/dashboards-live.test.ts)
 // requires every other query to return data in a healthy state, and each of these to return
-// data once its fault is induced; docs/dashboards.md lists them for operators.
+// data once its fault is induced in the same run; docs/dashboards.md lists them for operators.
 
-/** A fault the live test can induce (or, for the Hypha ones, will once the Hypha sources exist). */
+/** A fault the live test induces (FAULT_SCENARIOS says how). */
 export type FaultScenario = 'deploy-failed' | 'ray-source-down' | 'app-unregistered' | 'service-reregistered';
 
 export const FAULT_SCENARIOS: Record<FaultScenario, string> = {
   'deploy-failed': 'a Serve application ends DEPLOY_FAILED (test/ray-apps/bad-import.yaml)',
   'ray-source-down': "the Ray dashboard (the Serve REST API) stops answering",
-  'app-unregistered': 'a RUNNING Serve application has no service in the Hypha registry',
-  'service-reregistered': 'a watched service re-registers under a new client id',
+  'app-unregistered': 'a RUNNING Serve application has no service in the Hypha registry (a BioEngine-style proxy with the deregister-at-zero bug, its Model idle at zero)',
+  'service-reregistered': 'a watched service re-registers under a new client id (Hypha restarts under a new server id: public/artifact-manager)',
 };
 
 export interface EmptyWhenHealthy {

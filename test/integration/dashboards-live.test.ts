@@ -1,108 +1,65 @@
 // Every query of every dashboard, run by a real Prometheus (Debian 2.42) that scrapes the real
 // exporter (the CLI) every second with the shipped rules loaded, while the exporter watches a real
-// Ray Serve 2.60. Template variables are substituted as Grafana would. Each query must parse and
-// return data in a healthy state, except those in dashboards/empty-when-healthy.ts, which must be
-// empty then and return data once their fault is induced in the same run.
-//
-// Queries over Hypha metrics (registration, workers, watched services, the Hypha client) can only
-// return data once the exporter has those sources; until then they are listed as "needs hypha
-// stack" (printed and written to test-artifacts/) rather than skipped, and any such query whose
-// metrics ARE emitted must return data like the others.
+// Ray Serve 2.60 and a real Hypha 0.21.137 with its artifact manager (moto S3). On Ray: a plain
+// Serve app and two BioEngine-shaped apps whose proxies register themselves in that Hypha (one
+// fixed, one with the deregister-at-zero bug, held at one replica until its fault); in Hypha: a
+// BioEngine worker stand-in reporting on those apps. Template variables are substituted as
+// Grafana would. Each query must parse and return data in the healthy state, except those in
+// dashboards/empty-when-healthy.ts, which must be empty then and return data once their fault is
+// induced later in the same run. The last test checks that no query went unverified.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
 import { renderDashboards } from '../../dashboards/build';
-import { EMPTY_WHEN_HEALTHY, emptyWhenHealthy, FaultScenario } from '../../dashboards/empty-when-healthy';
+import { EMPTY_WHEN_HEALTHY, emptyWhenHealthy, FAULT_SCENARIOS, FaultScenario } from '../../dashboards/empty-when-healthy';
 import { DashboardQuery, dashboardQueries, substitute, VariableValues } from '../../dashboards/lib/inventory';
-import { analysePromql } from '../../dashboards/lib/promql';
+import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { ensureBuilt } from '../helpers/cli';
-import { loadRules, metricNamesInExposition } from '../helpers/rule-metrics';
 import { tmpDir } from '../helpers/tmp';
+import { HyphaHandle, startHypha } from '../harness/hypha';
+import { startWorkerStandIn, WorkerAppReport, WorkerStandIn } from '../harness/hypha-registrant';
 import { freePort } from '../harness/ports';
 import { artifactsDir, Proc, repoRoot, startProc, waitFor } from '../harness/proc';
 import { PrometheusQueryError, PrometheusServer, startPrometheus } from '../harness/prometheus';
-import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
+import { RayCluster, rayAppConfig, ServeAppConfig, ServeDeployConfig, startRay } from '../harness/ray';
 
 jest.setTimeout(900_000);
 
 const JOB = 'hypha-serve-exporter';
 const CLUSTER = 'test';
-const HEALTHY_APP = 'two-step';
+const PLAIN_APP = 'two-step';
+const FIXED_APP = 'be-fixed';
+const BUGGY_APP = 'be-buggy';
 const FAILED_APP = rayAppConfig('bad-import.yaml').applications[0].name;
+const WATCHED = 'public/artifact-manager';
+const HYPHA_SERVER_ID = 'dash-live';
+/** The buggy app's Model idles at zero (and its proxy deregisters) only once this drops to 2 s. */
+const BUGGY_HELD_DOWNSCALE_S = 3600;
 
-/**
- * Metrics that only the Hypha sources emit (issue 3: registration and workers, issue 4: watched
- * services, and the Hypha client itself), plus the hypha copy of source_up that the correlation
- * recording rules multiply by.
- */
-const HYPHA_SOURCE_UP = 'hypha_serve_source_up{source="hypha"}';
-const NEEDS_HYPHA_STACK = new Set([
-  'hypha_serve_app_registered',
-  'hypha_serve_app_registration_state',
-  'hypha_serve_app_unregistered_since_timestamp_seconds',
-  'hypha_serve_app_registration_client_id_mismatch',
-  'hypha_serve_app_registration_client_id_changes_total',
-  'hypha_serve_worker_up',
-  'hypha_serve_worker_app_status',
-  'hypha_serve_worker_app_service_registered',
-  'hypha_serve_service_providers',
-  'hypha_serve_service_provider_info',
-  'hypha_serve_service_resolved_info',
-  'hypha_serve_service_cached_info',
-  'hypha_serve_service_cached_stale',
-  'hypha_serve_service_client_id_changes_total',
-  'hypha_serve_service_client_id_last_change_timestamp_seconds',
-  'hypha_serve_service_canary_reresolves_total',
-  'hypha_serve_service_call_duration_seconds_bucket',
-  'hypha_serve_service_call_duration_seconds_count',
-  'hypha_serve_service_call_duration_seconds_sum',
-  'hypha_serve_service_probe_success',
-  'hypha_serve_hypha_reconnects_total',
-  'hypha_serve_hypha_connection_generation',
-  HYPHA_SOURCE_UP,
-]);
-
-/** Fault scenarios this test induces; the others need the Hypha stack. */
-const INDUCED: ReadonlySet<FaultScenario> = new Set<FaultScenario>(['deploy-failed', 'ray-source-down']);
-
-/**
- * Exporter configuration. Ray only for now: to cover the Hypha-side panels, start a Hypha server
- * (test/harness/hypha.ts, enableS3 for public/artifact-manager), add its `hypha:` section here, and
- * induce the 'app-unregistered' and 'service-reregistered' scenarios (then add them to INDUCED).
- */
-function exporterConfig(ray: RayCluster): string {
-  return ['global:', '  interval: 1s', '  timeout: 2s', 'ray_clusters:', `  - name: ${CLUSTER}`, `    dashboard_url: ${ray.dashboardUrl}`, ''].join('\n');
-}
-
-// ---------------------------------------------------------------------------------------------
-// Which exporter metrics a query depends on, through the recording rules.
-
-const RECORDED = new Map(loadRules(repoRoot()).filter((r) => r.kind === 'record').map((r) => [r.name, [] as string[]]));
-for (const r of loadRules(repoRoot()).filter((x) => x.kind === 'record')) RECORDED.get(r.name)?.push(r.expr);
-
-function dependencies(expr: string, seen = new Set<string>()): Set<string> {
-  const out = new Set<string>();
-  for (const s of analysePromql(expr).selectors) {
-    const m = s.metric ?? '';
-    const recorded = RECORDED.get(m);
-    if (recorded) {
-      if (seen.has(m)) continue;
-      seen.add(m);
-      for (const e of recorded) {
-        for (const d of dependencies(e, seen)) out.add(d);
-        if (/source\s*=\s*"hypha"/.test(e)) out.add(HYPHA_SOURCE_UP);
-      }
-    } else if (m !== '') {
-      out.add(s.matchers.some((x) => x.name === 'source' && x.op === '=' && x.value === 'hypha') ? HYPHA_SOURCE_UP : m);
-    }
-  }
-  return out;
-}
-
-function emittedNames(exposition: string): Set<string> {
-  const names = metricNamesInExposition(exposition);
-  if (/^hypha_serve_source_up\{[^}]*source="hypha"/m.test(exposition)) names.add(HYPHA_SOURCE_UP);
-  return names;
+/** Exporter configuration: Ray, Hypha with the artifact manager watched, registration per app, worker cross-check. */
+function exporterConfig(ray: RayCluster, hypha: HyphaHandle): string {
+  return [
+    'global:',
+    '  interval: 1s',
+    '  timeout: 2s',
+    'ray_clusters:',
+    `  - name: ${CLUSTER}`,
+    `    dashboard_url: ${ray.dashboardUrl}`,
+    'hypha:',
+    '  name: local',
+    `  server_url: ${hypha.url}`,
+    '  bearer_token_env: HYPHA_TOKEN',
+    'watched_services:',
+    `  - service: ${WATCHED}`,
+    'hypha_registration:',
+    '  clusters:',
+    `    - cluster: ${CLUSTER}`,
+    '      bioengine:',
+    `        worker_client_id: ${BIOENGINE_PREFIX}`,
+    '  workers:',
+    '    interval: 2s',
+    '',
+  ].join('\n');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -113,7 +70,7 @@ interface Outcome {
   panel: string;
   refId: string;
   expr: string;
-  verdict: 'data' | 'empty' | 'error' | 'needs hypha stack';
+  verdict: 'data' | 'empty' | 'error';
   series: number;
   detail?: string;
 }
@@ -121,16 +78,45 @@ interface Outcome {
 const QUERIES: DashboardQuery[] = renderDashboards().flatMap((r) => dashboardQueries(r.json as Dashboard));
 const outcomes: Outcome[] = [];
 const id = (q: DashboardQuery) => `${q.dashboard} / ${q.panel} ${q.refId}`;
+const REQUIRED = QUERIES.filter((q) => !emptyWhenHealthy(q.dashboard, q.panel, q.refId));
+const EMPTY_HEALTHY = QUERIES.filter((q) => emptyWhenHealthy(q.dashboard, q.panel, q.refId));
+const faultQueries = (scenario: FaultScenario) => EMPTY_HEALTHY.filter((q) => emptyWhenHealthy(q.dashboard, q.panel, q.refId)?.scenario === scenario);
 
-describe('every dashboard query against Prometheus scraping the exporter watching Ray Serve', () => {
+describe('every dashboard query against Prometheus scraping the exporter watching Ray Serve and Hypha', () => {
   let ray: RayCluster;
+  let hypha: HyphaHandle;
+  let worker: WorkerStandIn;
   let exporter: Proc;
   let prom: PrometheusServer;
-  let exporterUrl: string;
   let instance: string;
+  let tokenFile: string;
   const tmp = tmpDir('dash-live-');
+  const t0 = Date.now();
+  const log = (m: string) => process.stdout.write(`[dashboards-live +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
 
-  const metricsText = async () => (await fetch(`${exporterUrl}/metrics`)).text();
+  /** The Serve config of this run; the buggy app's Model is held at one replica until its fault. */
+  function serveConfig(o: { buggyDownscaleS: number; extra?: ServeAppConfig[] }): ServeDeployConfig {
+    const be = (name: string, behaviour: 'fixed' | 'buggy_deregister_at_zero', downscaleDelayS?: number) =>
+      bioengineApp({ name, behaviour, hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, downscaleDelayS });
+    return { applications: [...rayAppConfig('two-step.yaml').applications, be(FIXED_APP, 'fixed'), be(BUGGY_APP, 'buggy_deregister_at_zero', o.buggyDownscaleS), ...(o.extra ?? [])] };
+  }
+
+  /** What a BioEngine worker says about the apps it deployed. */
+  const workerReport = (buggyRegistered: boolean): Record<string, WorkerAppReport> => ({
+    [FIXED_APP]: { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: BIOENGINE_PREFIX },
+    [BUGGY_APP]: { status: 'RUNNING', service_registered: buggyRegistered, deployed_by_worker_client_id: BIOENGINE_PREFIX },
+  });
+
+  const inProm = async (expr: string) => (await prom.vector(expr)).length > 0;
+  /** The values one dashboard query gives with every variable "All". */
+  const panelValues = async (dashboard: string, panel: string, refId = 'A') => {
+    const q = QUERIES.find((x) => x.dashboard === dashboard && x.panel === panel && x.refId === refId);
+    if (!q) throw new Error(`no query ${dashboard} / ${panel} ${refId}`);
+    return (await prom.vector(substitute(q.expr, ALL))).map((s) => Number(s.value[1]));
+  };
+  const notRegisteredStat = () => panelValues('hypha-serve-overview', 'Apps RUNNING but not registered');
+  const staleStat = () => panelValues('hypha-serve-service-identity', 'Stale cached proxies');
+  const registration = (app: string, state: string) => inProm(`hypha_serve_app_registration_state{job="${JOB}",cluster="${CLUSTER}",app="${app}",state="${state}"} == 1`);
 
   /**
    * Series count of one query, or the error Prometheus gave. Panels that Grafana queries over a
@@ -168,51 +154,59 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
       await new Promise((r) => setTimeout(r, 1_000));
     }
     outcomes.push(...last.values());
+    log(`${phase}: ${[...last.values()].filter((o) => o.verdict === 'data').length}/${qs.length} queries returned data`);
     return [...last.entries()].filter(([, o]) => o.verdict !== 'data').map(([k, o]) => `${k} [${phase}]: ${o.verdict}${o.detail ? ` (${o.detail})` : ''}\n    ${o.expr}`);
   }
 
-  /** Splits the queries into those that must have data now, those empty while healthy, and those waiting for Hypha. */
-  async function classify(): Promise<{ required: DashboardQuery[]; emptyHealthy: DashboardQuery[]; needsHypha: Array<{ q: DashboardQuery; missing: string[] }> }> {
-    const emitted = emittedNames(await metricsText());
-    const required: DashboardQuery[] = [];
-    const emptyHealthy: DashboardQuery[] = [];
-    const needsHypha: Array<{ q: DashboardQuery; missing: string[] }> = [];
-    for (const q of QUERIES) {
-      const hyphaDeps = [...dependencies(q.expr)].filter((d) => NEEDS_HYPHA_STACK.has(d));
-      const missing = hyphaDeps.filter((d) => !emitted.has(d));
-      if (missing.length > 0) needsHypha.push({ q, missing });
-      else if (emptyWhenHealthy(q.dashboard, q.panel, q.refId)) emptyHealthy.push(q);
-      else required.push(q);
-    }
-    return { required, emptyHealthy, needsHypha };
+  /** Runs a fault's side-table queries, which must all have data now. */
+  async function expectFaultData(scenario: FaultScenario): Promise<void> {
+    const qs = faultQueries(scenario);
+    expect(qs.length).toBeGreaterThan(0);
+    expect(await expectData(qs, ALL, `fault/${scenario}`, 30_000)).toEqual([]);
   }
 
   const ALL: VariableValues = { job: { all: true }, instance: { all: true }, cluster: { all: true }, app: { all: true }, workspace: { all: true }, service: { all: true }, holder: { all: true } };
 
   beforeAll(async () => {
-    ray = await startRay();
-    await ray.deploy(rayAppConfig('two-step.yaml'));
-    await ray.waitApp(HEALTHY_APP, (a) => a.status === 'RUNNING', 240_000);
-    const config = tmp.write('exporter.yml', exporterConfig(ray));
+    [ray, hypha] = await Promise.all([startRay(), startHypha({ enableS3: true, serverId: HYPHA_SERVER_ID })]);
+    log(`Ray ${ray.dashboardUrl}, Hypha ${hypha.url} (server id ${HYPHA_SERVER_ID})`);
+    // The proxies in Ray read the token from a 0600 file; the exporter from its environment.
+    tokenFile = tmp.write('hypha-token', hypha.rootToken);
+    fs.chmodSync(tokenFile, 0o600);
+    worker = await startWorkerStandIn({ serverUrl: hypha.url, token: hypha.rootToken, clientId: BIOENGINE_PREFIX, apps: workerReport(true) });
+    await ray.deploy(serveConfig({ buggyDownscaleS: BUGGY_HELD_DOWNSCALE_S }));
+
+    const config = tmp.write('exporter.yml', exporterConfig(ray, hypha));
     const port = await freePort();
     instance = `127.0.0.1:${port}`;
-    exporterUrl = `http://${instance}`;
-    exporter = startProc('dashboards-live-exporter', process.execPath, [ensureBuilt(), `--config.file=${config}`, `--web.listen-address=${instance}`]);
-    await waitFor('exporter ready', async () => (await fetch(`${exporterUrl}/-/ready`)).status === 200, 60_000);
+    exporter = startProc('dashboards-live-exporter', process.execPath, [ensureBuilt(), `--config.file=${config}`, `--web.listen-address=${instance}`], { env: { ...process.env, HYPHA_TOKEN: hypha.rootToken } });
+    await waitFor('exporter ready', async () => (await fetch(`http://${instance}/-/ready`)).status === 200, 60_000);
     const rules = ['recording.yml', 'alerts.yml'].map((f) => path.join(repoRoot(), 'rules', f));
     prom = await startPrometheus({ scrapeTargets: [{ job: JOB, targets: [instance] }], ruleFiles: rules, scrapeInterval: '1s', evaluationInterval: '1s' });
     await prom.waitForTargetsUp(30_000, JOB);
+    log('exporter and Prometheus up; waiting for the apps and their registrations');
+
+    await waitFor('all apps RUNNING in Prometheus', async () => {
+      const v = await prom.vector(`hypha_serve_app_status{job="${JOB}",status="RUNNING"} == 1`);
+      return [PLAIN_APP, FIXED_APP, BUGGY_APP].every((a) => v.some((s) => s.metric.app === a));
+    }, 300_000, 1_000);
+    await waitFor('both BioEngine apps registered in Prometheus', async () => (await registration(FIXED_APP, 'registered')) && (await registration(BUGGY_APP, 'registered')), 240_000, 1_000);
+    await waitFor('the worker and the artifact manager seen', async () =>
+      (await inProm(`hypha_serve_worker_up{job="${JOB}"} == 1`)) && (await inProm(`hypha_serve_service_probe_success{job="${JOB}",service="${WATCHED}",via="cached"} == 1`)), 60_000, 1_000);
     // Rates need two samples in their window, recorded series a few evaluations.
-    await waitFor('10 s of scrapes', async () => {
-      const v = await prom.vector(`count_over_time(up{job="${JOB}"}[1m])`);
+    await waitFor('10 s of scrapes since then', async () => {
+      const v = await prom.vector(`count_over_time(hypha_serve_worker_up{job="${JOB}"}[1m])`);
       return v.length > 0 && Number(v[0].value[1]) >= 10;
     }, 60_000, 500);
+    log('healthy state reached');
   });
 
   afterAll(async () => {
     await prom?.stop();
     await exporter?.stop();
+    await worker?.disconnect().catch(() => undefined);
     await ray?.stop();
+    await hypha?.stop();
     tmp.cleanup();
     fs.writeFileSync(path.join(artifactsDir(), 'dashboards-live-report.json'), `${JSON.stringify(outcomes, null, 2)}\n`);
   });
@@ -225,73 +219,84 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
   });
 
   it('healthy, every variable "All": each query parses and returns data, except those empty while healthy', async () => {
-    const { required, emptyHealthy } = await classify();
-    process.stdout.write(`healthy: ${required.length} queries must return data, ${emptyHealthy.length} must be empty (of ${QUERIES.length})\n`);
-    expect(required.length).toBeGreaterThan(40);
-    expect(await expectData(required, ALL, 'healthy/all', 30_000)).toEqual([]);
+    log(`healthy: ${REQUIRED.length} queries must return data, ${EMPTY_HEALTHY.length} must be empty (of ${QUERIES.length})`);
+    expect(await expectData(REQUIRED, ALL, 'healthy/all', 30_000)).toEqual([]);
     // Documented as empty while healthy: hold them to it (a query with data here is mis-documented).
     const notEmpty: string[] = [];
-    for (const q of emptyHealthy) {
+    for (const q of EMPTY_HEALTHY) {
       const expr = substitute(q.expr, ALL);
       const r = await run(expr, !q.instant);
       outcomes.push({ phase: 'healthy/all', dashboard: q.dashboard, panel: q.panel, refId: q.refId, expr, verdict: 'error' in r ? 'error' : r.series > 0 ? 'data' : 'empty', series: 'series' in r ? r.series : 0 });
       if ('error' in r || r.series > 0) notEmpty.push(`${id(q)}: ${'error' in r ? r.error : `${r.series} series`}`);
     }
     expect(notEmpty).toEqual([]);
+    // The stat panels an SRE reads first say "nothing wrong" rather than nothing at all.
+    expect(await notRegisteredStat()).toEqual([0]);
+    expect(await staleStat()).toEqual([0]);
   });
 
   it('healthy, one concrete value per variable (escaped like Grafana does): the same queries return data', async () => {
-    const { required } = await classify();
-    const one: VariableValues = { ...ALL, job: { value: JOB }, instance: { value: instance }, cluster: { value: CLUSTER }, app: { value: HEALTHY_APP } };
-    expect(await expectData(required, one, 'healthy/one', 30_000)).toEqual([]);
+    const ws = await prom.vector(`hypha_serve_app_registered{job="${JOB}",app="${FIXED_APP}"}`);
+    expect(ws.length).toBe(1);
+    // The BioEngine app, not the plain one: it has a registration and a worker's view as well.
+    const one: VariableValues = {
+      job: { value: JOB }, instance: { value: instance }, cluster: { value: CLUSTER }, app: { value: FIXED_APP },
+      workspace: { value: ws[0].metric.workspace }, service: { value: WATCHED }, holder: { value: 'exporter' },
+    };
+    expect(await expectData(REQUIRED, one, 'healthy/one', 30_000)).toEqual([]);
   });
 
-  it('queries over Hypha metrics: listed while the exporter does not emit them, required once it does', async () => {
-    const { needsHypha } = await classify();
-    const emitted = emittedNames(await metricsText());
-    const lines = needsHypha.map(({ q, missing }) => `${id(q)}  (missing: ${missing.join(', ')})`);
-    const report = [`${needsHypha.length} of ${QUERIES.length} dashboard queries need the Hypha stack (metrics the exporter, as configured here, does not emit):`, ...lines].join('\n');
-    process.stdout.write(`${report}\n`);
-    fs.writeFileSync(path.join(artifactsDir(), 'dashboards-live-needs-hypha.txt'), `${report}\n`);
-    for (const { q } of needsHypha) outcomes.push({ phase: 'healthy/all', dashboard: q.dashboard, panel: q.panel, refId: q.refId, expr: q.expr, verdict: 'needs hypha stack', series: 0 });
-    // Listed only for metrics that are really absent (a Ray metric cannot hide here) ...
-    for (const { missing } of needsHypha) for (const m of missing) expect(emitted.has(m)).toBe(false);
-    // ... and a Hypha-side "empty while healthy" query whose metrics are emitted needs its fault
-    // scenario implemented in this test before it can pass.
-    const unverifiable = EMPTY_WHEN_HEALTHY.filter((e) => !INDUCED.has(e.scenario)).flatMap((e) =>
-      e.refIds
-        .map((refId) => QUERIES.find((q) => q.dashboard === e.dashboard && q.panel === e.panel && q.refId === refId))
-        .filter((q): q is DashboardQuery => q !== undefined && !needsHypha.some((n) => n.q === q))
-        .map((q) => `${id(q)}: metrics emitted, but scenario "${e.scenario}" is not induced by this test yet`),
-    );
-    expect(unverifiable).toEqual([]);
+  it('fault "app-unregistered" (the buggy proxy deregisters when its Model idles at zero): its queries return data', async () => {
+    expect(await registration(BUGGY_APP, 'registered')).toBe(true);
+    // A lightweight update (autoscaling only): the Model goes to zero, the buggy proxy deregisters.
+    await ray.deploy(serveConfig({ buggyDownscaleS: 2 }));
+    worker.setApps(workerReport(false));
+    await waitFor(`${BUGGY_APP} missing_scaled_to_zero in Prometheus`, () => registration(BUGGY_APP, 'missing_scaled_to_zero'), 180_000, 1_000);
+    expect(await registration(FIXED_APP, 'registered')).toBe(true);
+    await expectFaultData('app-unregistered');
+    await waitFor('the overview counts the app', async () => (await notRegisteredStat())[0] === 1, 10_000, 1_000);
   });
 
-  it('fault "deploy-failed" (test/ray-apps/bad-import.yaml): its empty-while-healthy queries return data', async () => {
-    const qs = await faultQueries('deploy-failed');
-    expect(qs.length).toBeGreaterThan(0);
-    await ray.deploy(rayAppConfig('two-step.yaml', 'bad-import.yaml'));
-    await waitFor(`${FAILED_APP} DEPLOY_FAILED in Prometheus`, async () => {
-      const v = await prom.vector(`hypha_serve_app_status{job="${JOB}",app="${FAILED_APP}",status="DEPLOY_FAILED"} == 1`);
-      return v.length === 1;
-    }, 180_000, 1_000);
-    expect(await expectData(qs, ALL, 'fault/deploy-failed', 30_000)).toEqual([]);
+  it('fault "service-reregistered" (Hypha restarts under a new server id): its queries return data', async () => {
+    const providers = async () => (await prom.vector(`hypha_serve_service_provider_info{job="${JOB}",service="${WATCHED}"}`)).map((s) => s.metric.client_id);
+    const before = await providers();
+    expect(before.length).toBe(1);
+    await hypha.restart({ serverId: undefined });
+    log(`Hypha restarted under a new server id; artifact manager was ${before[0]}`);
+    await waitFor('the artifact manager under a new client id in Prometheus', async () => {
+      const now = await providers();
+      return now.length > 0 && !now.includes(before[0]);
+    }, 120_000, 1_000);
+    // The exporter's canary still addresses the old client.
+    await waitFor('cached proxy stale', () => inProm(`service_holder:hypha_serve_service_cached_stale:max{job="${JOB}",service="${WATCHED}",holder="exporter"} == 1`), 60_000, 1_000);
+    await expectFaultData('service-reregistered');
+    expect(await staleStat()).toEqual([1]);
   });
 
-  it('fault "ray-source-down" (Ray dashboard stopped): its empty-while-healthy queries return data', async () => {
-    const qs = await faultQueries('ray-source-down');
-    expect(qs.length).toBeGreaterThan(0);
+  it('fault "deploy-failed" (test/ray-apps/bad-import.yaml): its queries return data', async () => {
+    await ray.deploy(serveConfig({ buggyDownscaleS: 2, extra: rayAppConfig('bad-import.yaml').applications }));
+    await waitFor(`${FAILED_APP} DEPLOY_FAILED in Prometheus`, () => inProm(`hypha_serve_app_status{job="${JOB}",app="${FAILED_APP}",status="DEPLOY_FAILED"} == 1`), 180_000, 1_000);
+    await expectFaultData('deploy-failed');
+  });
+
+  it('fault "ray-source-down" (Ray dashboard stopped): its queries return data', async () => {
     await ray.stopDashboard();
-    await waitFor('source_up 0 in Prometheus', async () => {
-      const v = await prom.vector(`hypha_serve_source_up{job="${JOB}",source="ray",target="${CLUSTER}"} == 0`);
-      return v.length === 1;
-    }, 60_000, 1_000);
-    expect(await expectData(qs, ALL, 'fault/ray-source-down', 30_000)).toEqual([]);
+    await waitFor('source_up 0 in Prometheus', () => inProm(`hypha_serve_source_up{job="${JOB}",source="ray",target="${CLUSTER}"} == 0`), 60_000, 1_000);
+    await expectFaultData('ray-source-down');
   });
 
-  /** The side-table queries of one scenario, minus those waiting for the Hypha stack. */
-  async function faultQueries(scenario: FaultScenario): Promise<DashboardQuery[]> {
-    const { emptyHealthy } = await classify();
-    return emptyHealthy.filter((q) => emptyWhenHealthy(q.dashboard, q.panel, q.refId)?.scenario === scenario);
-  }
+  it('no query went unverified: each returned data in the healthy state or in its fault', () => {
+    expect(Object.keys(FAULT_SCENARIOS).filter((s) => faultQueries(s as FaultScenario).length === 0)).toEqual([]);
+    expect(EMPTY_WHEN_HEALTHY.flatMap((e) => e.refIds.filter((r) => !QUERIES.some((q) => q.dashboard === e.dashboard && q.panel === e.panel && q.refId === r)).map((r) => `${e.panel} ${r}`))).toEqual([]);
+    const unverified = QUERIES.filter((q) => {
+      const fault = emptyWhenHealthy(q.dashboard, q.panel, q.refId)?.scenario;
+      const phases = fault ? [`fault/${fault}`] : ['healthy/all', 'healthy/one'];
+      return !phases.every((p) => outcomes.some((o) => o.phase === p && o.dashboard === q.dashboard && o.panel === q.panel && o.refId === q.refId && o.verdict === 'data'));
+    }).map(id);
+    expect(unverified).toEqual([]);
+  });
+
+  it('the Hypha token appears nowhere in the exporter\'s output', () => {
+    expect(exporter.output()).not.toContain(hypha.rootToken);
+  });
 });
