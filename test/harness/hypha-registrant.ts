@@ -229,3 +229,14 @@ export async function registerMany(opts: { serverUrl: string; token: string; cli
   }
   return { disconnect: () => server.disconnect() };
 }
+
+/** Deletes a workspace with the root token (its clients are dropped by the server). */
+export async function deleteWorkspace(serverUrl: string, rootToken: string, workspace: string): Promise<void> {
+  ensureWs();
+  const server = await rawConnect({ server_url: serverUrl, token: rootToken, logger: quiet, method_timeout: 10 });
+  try {
+    await (server as unknown as { deleteWorkspace(id: string): Promise<unknown> }).deleteWorkspace(workspace);
+  } finally {
+    await server.disconnect();
+  }
+}
