@@ -35,7 +35,7 @@ describe('end-to-end incident replays', () => {
       canaryReresolveAfter: '40s',
       hyphaServerId: 'e2e-fixed',
       // The BioEngine worker's client id is known here; in production it is discovered.
-      exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
+      exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {interval: 2s}\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
     });
   });
 
@@ -90,6 +90,7 @@ describe('end-to-end incident replays', () => {
     // The worker-view alert is for workers that claim registration (or say nothing); this worker
     // admits be-buggy is unregistered, so only the Ray-view alert pages for it.
     expect(pagesSince(stack, 'HyphaServeWorkerAppRunningNotRegistered', t0, { app: 'be-buggy' })).toBe(0);
+    await waitFor('worker cross-checked', async () => (await metric(`hypha_serve_worker_app_status{app="be-buggy",status="RUNNING"}`))[0] === 1, 60_000, 500);
     await captureMetrics();
     await worker.disconnect();
     worker = undefined;
