@@ -87,10 +87,7 @@ async function main(): Promise<void> {
       7: async () => { const r = await s.ray.request('/two-step?text=hi', 120_000); step(`two-step answered ${r.status}`); },
       0: async () => { faultApps.length = 0; await deploy(); },
     };
-    if (!process.stdin.isTTY) {
-      step('stdin is not a terminal: no menu; Ctrl-C or SIGTERM stops the demo');
-      return;
-    }
+    // Choices come from stdin, a terminal or a pipe; when stdin ends the stack keeps running until Ctrl-C.
     const rl = readline.createInterface({ input: process.stdin });
     rl.on('line', (line) => {
       const key = line.trim();
