@@ -205,4 +205,42 @@ describe('Ray Serve source through the exporter', () => {
     expect(closedEarly).toBe(true);
     await h.close();
   });
+
+  it('a slow answer within the deadline is a success; beyond it, a timeout', async () => {
+    up.set((_req, res) => { setTimeout(() => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(serve({ zero: zeroApp }))); }, 150); });
+    const ok = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    timeout: 2s\n`);
+    ok.exporter.start();
+    await ok.exporter.settled();
+    expect(seriesValue(await ok.exporter.metrics.render(), 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
+    await ok.close();
+    const late = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    timeout: 50ms\n`);
+    late.exporter.start();
+    await late.exporter.settled();
+    const text = await late.exporter.metrics.render();
+    expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'timeout' })).toBe(1);
+    await late.close();
+  });
+
+  it.each([
+    ['YAML syntax', 'ray_clusters: [\n'],
+    ['unknown key', 'ray_clusterz: []\n'],
+    ['wrong type', 'ray_clusters:\n  - name: c1\n    dashboard_url: http://h:1\n    max_apps: lots\n'],
+    ['bad URL', 'ray_clusters:\n  - name: c1\n    dashboard_url: "ftp://h"\n'],
+    ['missing token file', 'ray_clusters:\n  - name: c1\n    dashboard_url: http://h:1\n    bearer_token_file: /nonexistent/token\n'],
+  ])('reload with %s is rejected and the old config keeps serving', async (_n, bad) => {
+    up.set(json(serve({ zero: zeroApp })));
+    const h = exporterWithConfig(config());
+    h.exporter.start();
+    await h.exporter.settled();
+    h.rewrite(bad as string);
+    const r = h.exporter.reload();
+    expect(r.ok).toBe(false);
+    expect(r.error).toMatch(/config\.yml(:\d+:\d+)?: /);
+    await h.exporter.sampleAll();
+    const text = await h.exporter.metrics.render();
+    expect(seriesValue(text, 'hypha_serve_exporter_config_last_reload_successful')).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_app_status', { cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
+    await h.close();
+  });
 });
