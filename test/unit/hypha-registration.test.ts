@@ -250,3 +250,12 @@ describe('hypha_registration config', () => {
     expect(checkHyphaRegistration(raw, ['nope'])).toBeUndefined();
   });
 });
+
+describe('Hypha error texts', () => {
+  it('are one readable line without "[object Object]" or repeated prefixes', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { conciseMessage } = require('../../src/sources/hypha/errors') as typeof import('../../src/sources/hypha/errors');
+    expect(conciseMessage(new Error('WebSocket connection error: [object Object]'))).toBe('WebSocket connection error (server unreachable or connection refused)');
+    expect(conciseMessage(new Error('RemoteError: RemoteError: Target peer ws/x is not connected'))).toBe('RemoteError: Target peer ws/x is not connected');
+  });
+});

@@ -56,6 +56,10 @@ export function conciseMessage(e: unknown, secrets: readonly (Secret | undefined
   } else {
     text = text.split('\n')[0];
   }
+  // hypha-rpc 0.21.40 interpolates the ws ErrorEvent object itself into this message.
+  text = text.replace('WebSocket connection error: [object Object]', 'WebSocket connection error (server unreachable or connection refused)');
+  // Nested remote errors arrive as "RemoteError: RemoteError: ..."
+  text = text.replace(/^(RemoteError: )+/, 'RemoteError: ');
   text = scrub(text, secrets).replace(JWT, '<jwt>');
   return text.length > 500 ? `${text.slice(0, 497)}...` : text;
 }
