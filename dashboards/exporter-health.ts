@@ -2,7 +2,7 @@
 // and able to sample each upstream, how fresh its data is and why sampling fails.
 import { DashboardBuilder, DashboardCursorSync, RowBuilder, type Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
 import { BigValueColorMode, BigValueTextMode } from '@grafana/grafana-foundation-sdk/common';
-import { DASHBOARD_TAG, DS, sel } from './lib/conventions';
+import { DASHBOARD_TAG, sel } from './lib/conventions';
 import { packLink, rangeQuery, runbookIndexLink, runbookLinks, stateTimelinePanel, statPanel, statQuery, thresholds, timeseriesPanel, UP_DOWN, valueMap } from './lib/panels';
 import { datasourceVariable, instanceVariable, jobVariable } from './lib/variables';
 
@@ -16,7 +16,6 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Scraped by Prometheus')
       .description('Prometheus\' own `up` for each exporter target. While DOWN every other panel and alert of the pack is blind.')
-      .datasource(DS)
       .withTarget(statQuery('A', `up{${X}}`, '{{instance}}'))
       .unit('none')
       .mappings([UP_DOWN])
@@ -31,7 +30,6 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Version')
       .description('Exporter version and revision per instance (hypha_serve_exporter_build_info).')
-      .datasource(DS)
       .withTarget(statQuery('A', `max by (instance, version, revision) (hypha_serve_exporter_build_info{${X}})`, '{{version}} ({{revision}})'))
       .unit('none')
       .thresholds(thresholds('text'))
@@ -43,7 +41,6 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Last config reload')
       .description('Whether the last configuration (re)load succeeded. After a failed reload the exporter keeps running the previous configuration.')
-      .datasource(DS)
       .withTarget(statQuery('A', `min by (instance) (hypha_serve_exporter_config_last_reload_successful{${X}})`, '{{instance}}'))
       .unit('none')
       .mappings([valueMap([[0, 'FAILED', 'red'], [1, 'OK', 'green']])])
@@ -57,7 +54,6 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Configuration age')
       .description('Time since the configuration was last loaded successfully.')
-      .datasource(DS)
       .withTarget(statQuery('A', `time() - max by (instance) (hypha_serve_exporter_config_last_reload_success_timestamp_seconds{${X}})`, '{{instance}}'))
       .unit('s')
       .thresholds(thresholds('text'))
@@ -68,7 +64,6 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Upstreams down')
       .description('Configured upstreams (Ray clusters, Hypha servers) the exporter failed to sample on its last attempt.')
-      .datasource(DS)
       .withTarget(statQuery('A', `sum(1 - hypha_serve_source_up{${X}})`))
       .unit('short')
       .decimals(0)
@@ -82,7 +77,6 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Hypha connection generation')
       .description('How many times the exporter has (re)connected to each Hypha server since it started; it rises by one per reconnect.')
-      .datasource(DS)
       .withTarget(statQuery('A', `max by (target) (hypha_serve_hypha_connection_generation{${X}})`, '{{target}}'))
       .unit('short')
       .decimals(0)
@@ -99,7 +93,6 @@ function sourcesRow(d: DashboardBuilder): void {
     stateTimelinePanel()
       .title('Source up per upstream')
       .description('Whether each sample of each upstream succeeded. While DOWN, that upstream\'s series are absent (never stale).')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `min by (source, target) (hypha_serve_source_up{${X}})`, '{{source}} {{target}}'))
       .unit('none')
       .mappings([UP_DOWN])
@@ -112,7 +105,6 @@ function sourcesRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Sample age')
       .description('Age of the data served for each upstream: now minus its last successful sample. It grows without bound while the upstream is down.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `max by (source, target) (hypha_serve_source_sample_age_seconds{${X}})`, '{{source}} {{target}}'))
       .unit('s')
       .min(0)
@@ -123,7 +115,6 @@ function sourcesRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Sample duration')
       .description('Duration of the last sample attempt per upstream; attempts are cut at the configured timeout.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `max by (source, target) (hypha_serve_source_sample_duration_seconds{${X}})`, '{{source}} {{target}}'))
       .unit('s')
       .min(0)
@@ -137,7 +128,6 @@ function sourcesRow(d: DashboardBuilder): void {
         'Failed samples per rate interval by upstream and reason (timeout, connect, http_status, too_large, bad_json, schema, auth, rpc, other). ' +
           'Empty while healthy: only reasons that occurred are drawn.',
       )
-      .datasource(DS)
       .withTarget(rangeQuery('A', `sum by (source, target, reason) (increase(hypha_serve_source_errors_total{${X}}[$__rate_interval])) > 0`, '{{source}} {{target}}: {{reason}}'))
       .unit('short')
       .min(0)
@@ -149,7 +139,6 @@ function sourcesRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Hypha reconnects')
       .description('Reconnections of the exporter\'s Hypha client per rate interval. A steady trickle means the connection keeps dropping.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `sum by (target) (increase(hypha_serve_hypha_reconnects_total{${X}}[$__rate_interval]))`, '{{target}}'))
       .unit('short')
       .min(0)
@@ -164,7 +153,6 @@ function exporterRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Config reloads')
       .description('Successful configuration loads per rate interval, and whether the last (re)load succeeded (1) or failed (0).')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `changes(hypha_serve_exporter_config_last_reload_success_timestamp_seconds{${X}}[$__rate_interval])`, '{{instance}} successful loads'))
       .withTarget(rangeQuery('B', `hypha_serve_exporter_config_last_reload_successful{${X}}`, '{{instance}} last reload ok'))
       .unit('short')
@@ -177,7 +165,6 @@ function exporterRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Scrape duration and size')
       .description('How long Prometheus takes to scrape the exporter, and how many samples a scrape returns (right axis).')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `scrape_duration_seconds{${X}}`, '{{instance}} duration'))
       .withTarget(rangeQuery('B', `scrape_samples_scraped{${X}}`, '{{instance}} samples'))
       .unit('s')
@@ -197,7 +184,6 @@ function exporterRow(d: DashboardBuilder): void {
         'Applications left out by the per-cluster max_apps cap, and malformed applications, deployments or proxies skipped in ' +
           'Serve API answers, per rate interval.',
       )
-      .datasource(DS)
       .withTarget(rangeQuery('A', `sum by (cluster) (increase(hypha_serve_cluster_apps_dropped_total{${X}}[$__rate_interval]))`, '{{cluster}} apps dropped (max_apps)'))
       .withTarget(rangeQuery('B', `sum by (cluster) (increase(hypha_serve_cluster_malformed_entries_total{${X}}[$__rate_interval]))`, '{{cluster}} malformed entries'))
       .unit('short')

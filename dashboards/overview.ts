@@ -58,7 +58,6 @@ function summaryRow(d: DashboardBuilder): void {
           'although Ray and the worker look healthy; HyphaServeAppRunningNotRegistered pages after 5 minutes. ' +
           'No value while the Ray or the Hypha source is down: the answer is unknown then.',
       )
-      .datasource(DS)
       .withTarget(statQuery('A', `sum(cluster_app:hypha_serve_app_running_not_registered:bool{${REG}})`))
       .unit('short')
       .decimals(0)
@@ -75,7 +74,6 @@ function summaryRow(d: DashboardBuilder): void {
         'Deployments idle at zero replicas by design (autoscaling min_replicas 0, target 0, status healthy). ' +
           'Their application stays RUNNING and must stay registered in Hypha: the head-node proxy wakes them on the next request.',
       )
-      .datasource(DS)
       .withTarget(statQuery('A', `sum(hypha_serve_deployment_scaled_to_zero{${APP}})`))
       .unit('short')
       .decimals(0)
@@ -87,7 +85,6 @@ function summaryRow(d: DashboardBuilder): void {
     statPanel()
       .title('Apps DEPLOY_FAILED or UNHEALTHY')
       .description('Serve applications whose status is DEPLOY_FAILED or UNHEALTHY; HyphaServeAppUnhealthy warns after 10 minutes.')
-      .datasource(DS)
       .withTarget(statQuery('A', `sum(hypha_serve_app_status{${APP},status=~"DEPLOY_FAILED|UNHEALTHY"})`))
       .unit('short')
       .decimals(0)
@@ -104,7 +101,6 @@ function summaryRow(d: DashboardBuilder): void {
         'Serve HTTP proxies answering 200 on /-/healthz, of all proxies. At zero replicas worker-node proxies answer 503 by design; ' +
           'only the head-node proxy must stay ready, since it takes the request that wakes a scaled-to-zero app.',
       )
-      .datasource(DS)
       .withTarget(statQuery('A', `sum(hypha_serve_proxy_ready{${sel(['cluster'])}})`, 'ready'))
       .withTarget(statQuery('B', `count(hypha_serve_proxy_ready{${sel(['cluster'])}})`, 'proxies'))
       .unit('short')
@@ -122,7 +118,6 @@ function summaryRow(d: DashboardBuilder): void {
         'Whether the exporter could sample each upstream (Ray cluster, Hypha server) on its last attempt. While one is down, ' +
           'the series derived from it are absent and the correlation panels are blank rather than wrong.',
       )
-      .datasource(DS)
       .withTarget(statQuery('A', `min by (source, target) (hypha_serve_source_up{${sel()}})`, '{{source}} {{target}}'))
       .unit('none')
       .mappings([valueMap([[0, 'DOWN', 'red'], [1, 'UP', 'green']])])
@@ -137,7 +132,6 @@ function summaryRow(d: DashboardBuilder): void {
     statPanel()
       .title('Apps by Serve status')
       .description('Number of Serve applications per status, as reported by the Serve REST API of each cluster.')
-      .datasource(DS)
       .withTarget(statQuery('A', `count by (status) (hypha_serve_app_status{${APP}} == 1)`, '{{status}}'))
       .unit('short')
       .decimals(0)
@@ -359,7 +353,6 @@ function timelinesRow(d: DashboardBuilder): void {
     stateTimelinePanel()
       .title('Serve application status')
       .description('Status of each Serve application over time, as reported by the Serve REST API.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', stateCode('hypha_serve_app_status', APP, 'status', APP_STATES, ['cluster', 'app']), '{{app}} ({{cluster}})'))
       .unit('none')
       .mappings([APP_STATUS_MAP])
@@ -375,7 +368,6 @@ function timelinesRow(d: DashboardBuilder): void {
         "Registration of each application's expected Hypha service over time: registered, or missing with the exporter's " +
           'best guess at the cause (scaled to zero, never registered, provider crashed, other). Gaps: the Ray or Hypha source was down.',
       )
-      .datasource(DS)
       .withTarget(
         rangeQuery('A', stateCode('hypha_serve_app_registration_state', APP, 'state', REGISTRATION_STATES, ['cluster', 'app']), '{{app}} ({{cluster}})'),
       )
@@ -390,7 +382,6 @@ function timelinesRow(d: DashboardBuilder): void {
     stateTimelinePanel()
       .title('Serve deployment status')
       .description('Status of each Serve deployment over time. UPSCALING/DOWNSCALING are normal autoscaling, not faults.')
-      .datasource(DS)
       .withTarget(
         rangeQuery(
           'A',
@@ -411,7 +402,6 @@ function timelinesRow(d: DashboardBuilder): void {
         'Whether each node\'s Serve HTTP proxy answers 200 on /-/healthz. Worker-node proxies answer 503 while their ' +
           'routers know no replicas (orange, expected at zero replicas); the head-node proxy must stay ready (red when not).',
       )
-      .datasource(DS)
       .withTarget(
         rangeQuery(
           'A',
@@ -441,7 +431,6 @@ function replicasRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('RUNNING replicas and target')
       .description('RUNNING replicas and the replica count Serve targets, per deployment. The target drops to 0 when an app scales to zero.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `sum by (cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`, '{{app}}/{{deployment}} running'))
       .withTarget(rangeQuery('B', `max by (cluster, app, deployment) (hypha_serve_deployment_target_replicas{${APP}})`, '{{app}}/{{deployment}} target'))
       .unit('short')
@@ -457,7 +446,6 @@ function replicasRow(d: DashboardBuilder): void {
         'Target minus RUNNING replicas per deployment (negative: surplus while downscaling). Short while scaling is normal; ' +
           'HyphaServeDeploymentReplicasMismatch warns when it lasts 15 minutes with a constant, non-zero target.',
       )
-      .datasource(DS)
       .withTarget(rangeQuery('A', `cluster_app_deployment:hypha_serve_deployment_replicas:target_minus_running{${APP}}`, '{{app}}/{{deployment}}'))
       .unit('short')
       .decimals(0)
@@ -469,7 +457,6 @@ function replicasRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Replicas by state')
       .description('All replicas of the selected applications by replica state, stacked.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `sum by (state) (hypha_serve_deployment_replicas{${APP}})`, '{{state}}'))
       .unit('short')
       .decimals(0)
@@ -487,7 +474,6 @@ function registrationRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Unregistered for')
       .description('How long each application\'s expected Hypha service has been missing from the registry. Empty while every app is registered.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `time() - hypha_serve_app_unregistered_since_timestamp_seconds{${APP}}`, '{{app}} ({{cluster}})'))
       .unit('s')
       .min(0)
@@ -502,7 +488,6 @@ function registrationRow(d: DashboardBuilder): void {
         "1 while an application's service is registered, but by a different Hypha client than the one the exporter last saw: " +
           'the provider re-registered, and proxies cached before that are stale.',
       )
-      .datasource(DS)
       .withTarget(rangeQuery('A', `max by (cluster, app) (hypha_serve_app_registration_client_id_mismatch{${APP}})`, '{{app}} ({{cluster}})'))
       .unit('none')
       .mappings([valueMap([[0, 'same client', 'green'], [1, 'other client', 'orange']])])
@@ -514,7 +499,6 @@ function registrationRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Registration client id changes')
       .description('How often each application\'s service came back under a new Hypha client id (per rate interval).')
-      .datasource(DS)
       .withTarget(
         rangeQuery('A', `sum by (cluster, app) (increase(hypha_serve_app_registration_client_id_changes_total{${APP}}[$__rate_interval]))`, '{{app}} ({{cluster}})'),
       )

@@ -30,7 +30,6 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Live providers')
       .description('Hypha clients currently providing each watched service. 0: every call fails with "Service not found".')
-      .datasource(DS)
       .withTarget(statQuery('A', `sum by (service) (hypha_serve_service_providers{${SVC}})`, '{{service}}'))
       .unit('short')
       .decimals(0)
@@ -48,7 +47,6 @@ function nowRow(d: DashboardBuilder): void {
         'Holders whose cached proxy addresses a client id that is no longer among the live providers ' +
           '(recording rule service_holder:hypha_serve_service_cached_stale:max). Calls through such a proxy hang until they time out.',
       )
-      .datasource(DS)
       .withTarget(statQuery('A', `sum(service_holder:hypha_serve_service_cached_stale:max{${sel(['service', 'holder'])}})`))
       .unit('short')
       .decimals(0)
@@ -62,7 +60,6 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Probe success')
       .description('Whether the last probe call succeeded through the cached proxy and through a freshly resolved one.')
-      .datasource(DS)
       .withTarget(statQuery('A', `min by (service, via) (hypha_serve_service_probe_success{${SVC}})`, '{{via}}'))
       .unit('none')
       .mappings([valueMap([[0, 'FAILING', 'red'], [1, 'OK', 'green']])])
@@ -80,7 +77,6 @@ function nowRow(d: DashboardBuilder): void {
         'Times each service changed its provider or resolved client id in the last hour ' +
           '(recording rule service:hypha_serve_service_client_id_changes:increase1h). HyphaServiceClientIdChurn warns at 5.',
       )
-      .datasource(DS)
       .withTarget(statQuery('A', `sum by (service) (service:hypha_serve_service_client_id_changes:increase1h{${SVC}})`, '{{service}}'))
       .unit('short')
       .decimals(0)
@@ -97,7 +93,6 @@ function nowRow(d: DashboardBuilder): void {
         'Time since the provider set of each service last changed. Empty while healthy: the exporter records a change ' +
           'only once it has seen one since it started.',
       )
-      .datasource(DS)
       .withTarget(statQuery('A', `time() - max by (service) (hypha_serve_service_client_id_last_change_timestamp_seconds{${SVC}})`, '{{service}}'))
       .unit('s')
       .noValue('no change seen')
@@ -113,7 +108,6 @@ function nowRow(d: DashboardBuilder): void {
         '90th percentile of probe calls through a freshly resolved proxy over 10 minutes (recording rule ' +
           'service_via_quantile:hypha_serve_service_call_duration_seconds:histogram_quantile_rate10m). HyphaServiceCallLatencyHigh warns above 1 s.',
       )
-      .datasource(DS)
       .withTarget(
         statQuery(
           'A',
@@ -136,7 +130,6 @@ function identityRow(d: DashboardBuilder): void {
     stateTimelinePanel()
       .title('Provider client ids')
       .description('Client ids of the live providers of each service over time: a new row is a re-registration under a new id.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `max by (service, client_id) (hypha_serve_service_provider_info{${SVC}})`, '{{client_id}}'))
       .unit('none')
       .mappings([presence('green')])
@@ -149,7 +142,6 @@ function identityRow(d: DashboardBuilder): void {
     stateTimelinePanel()
       .title('Freshly resolved client id')
       .description('The client id a fresh get_service() resolution returned in each sampling cycle.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `max by (service, client_id) (hypha_serve_service_resolved_info{${SVC}})`, '{{client_id}}'))
       .unit('none')
       .mappings([presence('blue')])
@@ -165,7 +157,6 @@ function identityRow(d: DashboardBuilder): void {
         'The client id each holder\'s long-lived proxy addresses ("exporter" is the canary proxy the exporter keeps). ' +
           'It should follow the provider rows; a holder stuck on an id that left the providers is stale.',
       )
-      .datasource(DS)
       .withTarget(rangeQuery('A', `max by (service, holder, client_id) (hypha_serve_service_cached_info{${sel(['service', 'holder'])}})`, '{{holder}}: {{client_id}}'))
       .unit('none')
       .mappings([presence('purple')])
@@ -179,7 +170,6 @@ function identityRow(d: DashboardBuilder): void {
     stateTimelinePanel()
       .title('Stale flag per holder')
       .description('STALE while the holder\'s cached client id is not among the live providers; HyphaServiceCachedProxyStale pages after 2 minutes.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `max by (service, holder) (service_holder:hypha_serve_service_cached_stale:max{${sel(['service', 'holder'])}})`, '{{holder}} ({{service}})'))
       .unit('none')
       .mappings([valueMap([[0, 'fresh', 'green'], [1, 'STALE', 'red']])])
@@ -195,7 +185,6 @@ function identityRow(d: DashboardBuilder): void {
         'Provider or resolved client id changes in the trailing hour, and how often the canary had to re-resolve its ' +
           'cached proxy (per hour). Each change strands proxies cached before it.',
       )
-      .datasource(DS)
       .withTarget(rangeQuery('A', `sum by (service) (service:hypha_serve_service_client_id_changes:increase1h{${SVC}})`, '{{service}} client id changes (last 1h)'))
       .withTarget(
         rangeQuery('B', `sum by (service) (rate(hypha_serve_service_canary_reresolves_total{${SVC}}[$__rate_interval])) * 3600`, '{{service}} canary re-resolves per hour'),
@@ -219,7 +208,6 @@ function callsRow(d: DashboardBuilder): void {
         'Median, 90th and 99th percentile of probe calls through the cached proxy and through a freshly resolved one. ' +
           'A stale cached proxy shows as cached calls pinned at the call timeout while fresh calls stay fast.',
       )
-      .datasource(DS)
       .withTarget(quantile('A', '0.5'))
       .withTarget(quantile('B', '0.9'))
       .withTarget(quantile('C', '0.99'))
@@ -233,7 +221,6 @@ function callsRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Probe outcomes by class')
       .description('Probe calls per second by path (cached, fresh) and outcome: ok, timeout, not_found, never_sent, error.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `sum by (via, outcome) (rate(${CALLS}_count{${SVC}}[$__rate_interval]))`, '{{via}} {{outcome}}'))
       .unit('ops')
       .min(0)
@@ -259,7 +246,6 @@ function callsRow(d: DashboardBuilder): void {
     stateTimelinePanel()
       .title('Probe success by path')
       .description('Outcome of the last probe call per path over time. Cached failing while fresh succeeds is the stale-proxy symptom.')
-      .datasource(DS)
       .withTarget(rangeQuery('A', `min by (service, via) (hypha_serve_service_probe_success{${SVC}})`, '{{via}} ({{service}})'))
       .unit('none')
       .mappings([valueMap([[0, 'FAILING', 'red'], [1, 'OK', 'green']])])
