@@ -63,14 +63,7 @@ export interface ServiceCallOptions extends CallOptions {
 }
 
 /** A service proxy resolved on one connection generation. */
-export interface RemoteService {
-  /** Full id "ws/client:svc" as resolved (never carries "@app"). */
-  id: string;
-  workspace: string;
-  clientId: string;
-  serviceId: string;
-  name?: string;
-  type?: string;
+export interface RemoteService extends Pick<ServiceInfo, 'id' | 'workspace' | 'clientId' | 'serviceId' | 'name' | 'type'> {
   /** Callable method names (top level). */
   methods: readonly string[];
   /** Generation of the connection it was resolved on; it stops working when that connection is gone. */
