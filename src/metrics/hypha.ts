@@ -1,5 +1,4 @@
 import { Registry } from 'prom-client';
-import { hyphaOf } from '../registration/snapshot';
 import { REGISTRATION_STATES } from '../registration/types';
 import { APP_STATUSES, Snapshot } from '../snapshot/types';
 import { counter, gauge, MetricsSection, setCounter, setStateSet } from './section';
@@ -51,7 +50,7 @@ export class HyphaMetrics implements MetricsSection {
     for (const m of [this.#generation, this.#registered, this.#state, this.#since, this.#mismatch, this.#workerUp, this.#workerAppStatus, this.#workerAppRegistered]) m.reset();
     this.#reconnects.reset();
     this.#changes.reset();
-    const h = hyphaOf(s);
+    const h = s.hypha;
     if (!h) return;
     setCounter(this.#reconnects, { target: h.target }, h.reconnectsTotal);
     if (h.generation > 0) this.#generation.set({ target: h.target }, h.generation);

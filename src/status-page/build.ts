@@ -1,5 +1,5 @@
 import type { RayClusterSample, ServeApp, ServeDeployment, Snapshot, SourceHealth } from '../snapshot/types';
-import { statusHealths } from './healths';
+import { sourceHealths } from '../snapshot/types';
 import {
   AppV1, ClusterV1, DeploymentV1, ProblemV1, SourceV1, StatusV1, TransitionV1,
 } from './model';
@@ -25,7 +25,7 @@ export interface StatusInputs {
 /** The JSON status, built from the snapshot alone (never from an upstream). */
 export function buildStatus(inp: StatusInputs): StatusV1 {
   const { snapshot: s, now } = inp;
-  const sources = statusHealths(s).map((h) => sourceV1(h, now)).sort(bySourceName);
+  const sources = sourceHealths(s).map((h) => sourceV1(h, now)).sort(bySourceName);
   const clusters = [...s.ray.values()].map(clusterV1).sort((a, b) => cmp(a.cluster, b.cluster));
   const reg = registrationView(s);
   const services = servicesView(s);

@@ -1,4 +1,3 @@
-import { hyphaOf } from '../registration/snapshot';
 import type { ServeApp, Snapshot } from '../snapshot/types';
 import { SERVICEABLE_DEPLOYMENT_STATUSES } from '../snapshot/types';
 import type { ProblemV1, RegistrationV1, Severity, WorkerV1, WorkerViewV1 } from './model';
@@ -29,7 +28,7 @@ export interface RegistrationInput {
  * undefined while the exporter has no such part.
  */
 export function registrationInput(s: Snapshot): RegistrationInput | undefined {
-  const h = hyphaOf(s);
+  const h = s.hypha;
   if (!h) return undefined;
   const apps = h.apps.map((a): AppRegistrationInput => {
     // Withheld right after a reconnect, and meaningless while Hypha is down: unknown, not missing.

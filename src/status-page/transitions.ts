@@ -1,6 +1,6 @@
 import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot, SourceHealth } from '../snapshot/types';
-import { statusHealths } from './healths';
+import { sourceHealths } from '../snapshot/types';
 import type { Severity, TransitionV1 } from './model';
 import { registrationInput } from './registration-view';
 import { appStatusSeverity, registrationSeverity } from './severity';
@@ -78,7 +78,7 @@ export class TransitionRecorder {
 
   #diffSources(s: Snapshot, out: NewTransition[]): void {
     const present = new Set<string>();
-    for (const h of statusHealths(s)) {
+    for (const h of sourceHealths(s)) {
       const key = `${h.source}/${h.target}`;
       present.add(key);
       // Before its first attempt a source reads as down; that is not a transition.
