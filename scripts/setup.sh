@@ -9,7 +9,7 @@ step() { printf '[setup %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 
-apt_pkgs=(prometheus prometheus-alertmanager)
+apt_pkgs=(prometheus prometheus-alertmanager openssl)
 [ "${SETUP_BROWSER:-1}" = 1 ] && apt_pkgs+=(chromium)
 missing=()
 for p in "${apt_pkgs[@]}"; do
