@@ -62,9 +62,9 @@ describe('real Ray Serve harness', () => {
     const awake = await cluster.waitApp('two-step', (a) => workerOf(a).replicas.length > 0, 30_000);
     expect(workerOf(awake).target_num_replicas).toBeGreaterThanOrEqual(1);
 
-    // Ray source down, Ray and Serve still up.
+    // Ray source down, Ray and Serve still up. A keep-alive socket to the killed dashboard may be reset rather than refused.
     await cluster.stopDashboard();
-    await expect(cluster.getApplicationsRaw()).rejects.toThrow(/ECONNREFUSED/);
+    await expect(cluster.getApplicationsRaw()).rejects.toThrow(/ECONNREFUSED|ECONNRESET/);
     expect(await cluster.request('/two-step?text=still')).toMatchObject({ status: 200, body: 'STILL' });
     const t4 = Date.now();
     await cluster.restartDashboard();
