@@ -68,6 +68,11 @@ export interface TrackerInput {
   /** True when this listing follows a reconnect (not the exporter's first connection). */
   afterReconnect: boolean;
   settleMs: number;
+  /**
+   * When the registry change being evaluated was first seen, if evaluation
+   * waited for Serve's view to catch up: a missing spell starts then.
+   */
+  changeSeenSeconds?: number;
 }
 
 /**
@@ -124,7 +129,7 @@ export class RegistrationTracker {
           // Last seen registered before the reconnect: it has been missing at
           // least since we could look again, not only since the settle ended.
           const seenBeforeReconnect = h.registered === true && h.lastEvaluatedSeconds !== undefined && h.lastEvaluatedSeconds < input.connectedSeconds;
-          h.missingSinceSeconds = seenBeforeReconnect ? input.connectedSeconds : input.nowSeconds;
+          h.missingSinceSeconds = seenBeforeReconnect ? input.connectedSeconds : (input.changeSeenSeconds ?? input.nowSeconds);
         }
         h.registered = false;
       }

@@ -1,6 +1,7 @@
-import { RayClusterSample, Snapshot } from './types';
+import { RayClusterSample, Snapshot, SourceKind } from './types';
 
 type Listener = (s: Snapshot) => void;
+type FreshListener = { kind: SourceKind; target: string; run: () => void };
 
 /**
  * Holds the latest snapshot. Sources replace their own part; readers get an
@@ -9,6 +10,7 @@ type Listener = (s: Snapshot) => void;
 export class SnapshotStore {
   #snapshot: Snapshot = { version: 0, ray: new Map() };
   readonly #listeners = new Set<Listener>();
+  readonly #freshListeners = new Set<FreshListener>();
 
   get(): Snapshot {
     return this.#snapshot;
@@ -35,6 +37,21 @@ export class SnapshotStore {
   onChange(l: Listener): () => void {
     this.#listeners.add(l);
     return () => this.#listeners.delete(l);
+  }
+
+  /**
+   * Asks the source of (kind, target) for a sample taken from now on, e.g.
+   * because another upstream just changed and the reading of both must be
+   * of the same moment. The answer arrives as an ordinary snapshot change.
+   */
+  requestFresh(kind: SourceKind, target: string): void {
+    for (const l of this.#freshListeners) if (l.kind === kind && l.target === target) l.run();
+  }
+
+  onFreshRequest(kind: SourceKind, target: string, run: () => void): () => void {
+    const l: FreshListener = { kind, target, run };
+    this.#freshListeners.add(l);
+    return () => this.#freshListeners.delete(l);
   }
 
   #replace(next: Snapshot): void {

@@ -112,6 +112,11 @@ export interface ServeState {
   proxies: ServeProxy[];
   /** Apps left out because of the per-cluster cap (cumulative count lives in the source). */
   appsDropped: number;
+  /**
+   * When the request behind this state was sent (Unix seconds): a registry
+   * change seen later may not be explained by it yet.
+   */
+  requestedSeconds?: number;
 }
 
 export interface RayClusterSample {

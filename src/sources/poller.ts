@@ -6,6 +6,7 @@
 export class Poller {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
+  #followUp: Promise<void> | undefined;
   #stopped = false;
 
   constructor(
@@ -28,6 +29,21 @@ export class Poller {
         this.#running = undefined;
       });
     return this.#running;
+  }
+
+  /**
+   * Resolves after a cycle that started after this call: the running one
+   * may have read its upstream before whatever made the caller ask. Callers
+   * asking while a follow-up is already queued share it.
+   */
+  async runFresh(): Promise<void> {
+    if (this.#stopped) return;
+    if (!this.#running) return this.runOnce();
+    this.#followUp ??= this.#running.then(() => {
+      this.#followUp = undefined;
+      return this.#stopped ? undefined : this.runOnce();
+    });
+    return this.#followUp;
   }
 
   #tick(): void {

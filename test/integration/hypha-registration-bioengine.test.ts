@@ -65,7 +65,9 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
     const cfg = tmp.write('config.yml', [
       'global: {interval: 2s, timeout: 3s}',
       'ray_clusters:',
-      `  - {name: test, dashboard_url: "${ray.dashboardUrl}", interval: 500ms}`,
+      // A slow Ray interval: when the buggy proxy deregisters, the exporter's last Serve
+      // reading almost surely predates Model reaching zero, so a cause judged on it would be wrong.
+      `  - {name: test, dashboard_url: "${ray.dashboardUrl}", interval: 10s}`,
       'hypha:',
       '  name: local',
       `  server_url: "${hypha.url}"`,
@@ -136,7 +138,16 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
     expect(seriesValue(t, 'hypha_serve_worker_app_service_registered', { worker: worker.serviceId, app: 'be-fixed' })).toBe(1);
     expect(seriesCount(t, 'hypha_serve_worker_app_service_registered', { app: 'be-wait' })).toBe(0);
     fs.writeFileSync(path.join(artifactsDir(), 'metrics-hypha-bioengine.txt'), t);
-    expect(lines.some((l) => l.includes('hypha registration missing') && l.includes('be-buggy'))).toBe(true);
+    // The cause was right from the first report: the loss waited for a Serve sample
+    // taken after it (not the 10 s old one still showing a Model replica).
+    const parsed = lines.map((l) => JSON.parse(l) as { msg: string; app?: string; state?: string; waited_ms?: number; fresh?: boolean });
+    const judged = parsed.filter((l) => l.msg === 'registration loss judged on a fresh Serve sample');
+    expect(judged.length).toBeGreaterThan(0);
+    expect(judged.every((l) => l.fresh)).toBe(true);
+    process.stdout.write(`registration loss held for a fresh Serve sample: ${judged.map((l) => `${l.waited_ms} ms`).join(', ')}\n`);
+    const buggyLog = parsed.filter((l) => l.app === 'be-buggy');
+    const afterRegistered = buggyLog.slice(buggyLog.findIndex((l) => l.state === 'registered'));
+    expect(afterRegistered.filter((l) => l.msg === 'hypha registration missing').map((l) => l.state)).toEqual(['missing_scaled_to_zero']);
     expect(lines.join('').includes(hypha.rootToken)).toBe(false);
   });
 

@@ -1,9 +1,10 @@
 import type { Logger } from '../../log';
 import type { HyphaServerConfig } from '../../config/load';
 import { ClusterMapping, defaultClusterMapping, HyphaRegistrationConfig } from '../../config/hypha-schema';
+import { CauseConfirmation } from '../../registration/confirm';
 import { expectedService, ExpectedService, mappedWorkspaces, WorkerDirectory } from '../../registration/expected';
 import { withHypha } from '../../registration/snapshot';
-import { RegistrationTracker } from '../../registration/tracker';
+import { matchProviders, RegistrationTracker } from '../../registration/tracker';
 import type { AppRegistration, HyphaSample, WorkerSample } from '../../registration/types';
 import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
 import type { SnapshotStore } from '../../snapshot/store';
@@ -16,6 +17,9 @@ import { RegistryView } from './registry-view';
 import type { HyphaEvent, HyphaEventType } from './types';
 
 export const HYPHA_SOURCE_KIND = 'hypha' as const;
+
+/** How long a lost registration may wait for a Serve sample that can explain it (see CauseConfirmation). */
+const CAUSE_CONFIRM_MAX_MS = 3000;
 
 /** Events that change the registry view; client_disconnected stands for all of a client's services. */
 const REGISTRY_EVENTS: readonly HyphaEventType[] = ['service_added', 'service_removed', 'service_updated', 'client_disconnected'];
@@ -54,6 +58,7 @@ export class HyphaSource implements Source {
   #workers: WorkerSample[] = [];
   #lastRay: Snapshot['ray'] | undefined;
   #evalQueued = false;
+  readonly #confirm = new CauseConfirmation(CAUSE_CONFIRM_MAX_MS, (cluster) => this.store.requestFresh('ray', cluster), () => this.#evaluate());
   #stopped = false;
   #unsubscribeStore: (() => void) | undefined;
 
@@ -106,6 +111,7 @@ export class HyphaSource implements Source {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#unsubscribeStore?.();
+    this.#confirm.clear();
     await Promise.all([this.#poller.stop(), this.#workerPoller.stop()]);
     await this.#client.stop();
   }
@@ -306,7 +312,20 @@ export class HyphaSource implements Source {
           continue;
         }
         const services = [...workspaces].flatMap((ws) => this.#registry.services(ws));
-        apps.push(...this.#tracker.evaluateCluster(cluster, sample.state.apps, expected, services, input));
+        const lost = () => this.#apps.some((a) => {
+          const exp = a.cluster === cluster && a.registered && a.settled ? expected.get(a.app) : undefined;
+          return exp !== undefined && !matchProviders(exp, services).registered;
+        });
+        const verdict = this.#confirm.check(cluster, sample.state.requestedSeconds, lost, input.nowSeconds);
+        if (verdict.hold) {
+          apps.push(...this.#apps.filter((a) => a.cluster === cluster));
+          continue;
+        }
+        if (verdict.seenSeconds !== undefined) {
+          const waitedMs = Math.round((input.nowSeconds - verdict.seenSeconds) * 1000);
+          this.log.debug({ cluster, waited_ms: waitedMs, fresh: (sample.state.requestedSeconds ?? 0) >= verdict.seenSeconds }, 'registration loss judged on a fresh Serve sample');
+        }
+        apps.push(...this.#tracker.evaluateCluster(cluster, sample.state.apps, expected, services, { ...input, changeSeenSeconds: verdict.seenSeconds }));
       }
       this.#logTransitions(apps);
       this.#apps = apps;

@@ -20,6 +20,7 @@ export class RayServeSource implements Source {
   #appsDroppedTotal = 0;
   #malformedTotal = 0;
   #stopped = false;
+  #unsubscribe: (() => void) | undefined;
 
   constructor(
     private readonly cfg: RayClusterConfig,
@@ -36,12 +37,14 @@ export class RayServeSource implements Source {
 
   start(): void {
     this.#publish(undefined);
+    this.#unsubscribe = this.store.onFreshRequest('ray', this.cfg.name, () => void this.#poller.runFresh());
     this.#poller.start();
   }
 
   async stop(): Promise<void> {
     // Set before awaiting: a sample still in flight must not overwrite its successor's data.
     this.#stopped = true;
+    this.#unsubscribe?.();
     await this.#poller.stop();
   }
 
@@ -55,6 +58,7 @@ export class RayServeSource implements Source {
 
   async #sample(): Promise<void> {
     const started = performance.now();
+    const requestedSeconds = Date.now() / 1000;
     const url = `${this.cfg.dashboardUrl}/api/serve/applications/`;
     // Ray 2.40's dashboard answers 500 to a request without a User-Agent.
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
@@ -94,7 +98,7 @@ export class RayServeSource implements Source {
         lastDurationSeconds: (performance.now() - started) / 1000,
       };
       if (!wasUp) this.log.info({ cluster: this.cfg.name, apps: apps.length }, 'ray source up');
-      this.#publish({ apps, proxies, appsDropped: dropped });
+      this.#publish({ apps, proxies, appsDropped: dropped, requestedSeconds });
     } catch (e) {
       const reason: SampleErrorReason = e instanceof ReasonedError ? (e.reason as SampleErrorReason) : 'other';
       const message = scrub(errorMessage(e), this.cfg.token ? [this.cfg.token] : []);
