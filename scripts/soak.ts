@@ -58,6 +58,15 @@ const faults: Fault[] = [
   },
 ];
 
+/** Slope of the least-squares line through (x, y) points; NaN with fewer than two distinct x. */
+function leastSquaresSlope(points: Array<[number, number]>): number {
+  const n = points.length;
+  const mx = points.reduce((a, [x]) => a + x, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  const sxx = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+  return n < 2 || sxx === 0 ? NaN : points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / sxx;
+}
+
 async function main(): Promise<void> {
   const stack = await startStack({
     forDivisor: 10, sampleInterval: '2s', sampleTimeout: '3s', scrapeInterval: '2s', evaluationInterval: '2s',
@@ -100,19 +109,24 @@ async function main(): Promise<void> {
     const alive = stack.exporter.child.exitCode === null;
     const first = mem[1] ?? mem[0];
     const last = mem[mem.length - 1];
-    const slope = first && last && last.t > first.t ? (last.heap - first.heap) / 1048576 / (last.t - first.t) : NaN;
+    // Heap is read without forcing a GC, so two end points are noise; a fitted line over every
+    // sample, and over the second half alone (ring buffers and histograms fill early), is not.
+    const slope = leastSquaresSlope(mem.map((m) => [m.t, m.heap / 1048576]));
+    const lateSlope = leastSquaresSlope(mem.filter((m) => last && m.t >= last.t / 2).map((m) => [m.t, m.heap / 1048576]));
     const missed = results.filter((r) => !r.ok);
     const text = [
       `Command: \`npm run build && SOAK_MINUTES=${minutes} node dist/scripts/soak.js\` (real Hypha + moto S3, real Ray Serve 2.60, the exporter CLI, Prometheus and Alertmanager; a fault every ~1-2 min in rotation: ${faults.map((f) => f.name).join('; ')}).`,
       '',
-      '| duration | faults injected | transitions missed | exporter alive at end | error log lines | unhandled-rejection/TypeError lines | RSS first → last | heap first → last | heap slope |',
+      '| duration | faults injected | transitions missed | exporter alive at end | error log lines | unhandled-rejection/TypeError lines | RSS first → last | heap first → last | heap slope, fitted: whole run / second half |',
       '|---|---|---|---|---|---|---|---|---|',
-      `| ${((Date.now() - t0) / 60000).toFixed(0)} min | ${results.length} | ${missed.length}${missed.length ? ` (${missed.map((m) => m.fault).join(', ')})` : ''} | ${alive ? 'yes' : 'NO'} | ${errors.length} | ${unhandled.length} | ${first ? (first.rss / 1048576).toFixed(0) : '?'} → ${last ? (last.rss / 1048576).toFixed(0) : '?'} MB | ${first ? (first.heap / 1048576).toFixed(1) : '?'} → ${last ? (last.heap / 1048576).toFixed(1) : '?'} MB | ${slope.toFixed(2)} MB/min |`,
+      `| ${((Date.now() - t0) / 60000).toFixed(0)} min | ${results.length} | ${missed.length}${missed.length ? ` (${missed.map((m) => m.fault).join(', ')})` : ''} | ${alive ? 'yes' : 'NO'} | ${errors.length} | ${unhandled.length} | ${first ? (first.rss / 1048576).toFixed(0) : '?'} → ${last ? (last.rss / 1048576).toFixed(0) : '?'} MB | ${first ? (first.heap / 1048576).toFixed(1) : '?'} → ${last ? (last.heap / 1048576).toFixed(1) : '?'} MB | ${slope.toFixed(3)} / ${lateSlope.toFixed(3)} MB/min |`,
       '',
       'Fault → expected transition observed (seconds): ' + results.map((r) => `${r.fault}: ${r.ok ? r.seconds.toFixed(0) : 'missed'}`).join('; ') + '.',
     ].join('\n');
     process.stdout.write(`\n${text}\n`);
     fs.writeFileSync(path.join(path.resolve(__dirname, '..', '..'), 'test-artifacts', 'soak-exporter.log'), exporterLog);
+    fs.writeFileSync(path.join(path.resolve(__dirname, '..', '..'), 'test-artifacts', 'soak-memory.csv'),
+      ['minute,rss_bytes,heap_used_bytes', ...mem.map((m) => `${m.t.toFixed(2)},${m.rss},${m.heap}`)].join('\n') + '\n');
     writeSection(path.resolve(__dirname, '..', '..', 'BENCHMARKS.md'), 'soak', `## Soak run under periodic faults\n\n${text}`);
   } finally {
     await stack.stop();
