@@ -113,6 +113,12 @@ async function main(): Promise<void> {
     // sample, and over the second half alone (ring buffers and histograms fill early), is not.
     const slope = leastSquaresSlope(mem.map((m) => [m.t, m.heap / 1048576]));
     const lateSlope = leastSquaresSlope(mem.filter((m) => last && m.t >= last.t / 2).map((m) => [m.t, m.heap / 1048576]));
+    // The lowest reading of each 10-minute window approximates the heap right after a GC: a leak raises it.
+    const floors: string[] = [];
+    for (let w = 0; last && w <= last.t; w += 10) {
+      const inWindow = mem.filter((m) => m.t >= w && m.t < w + 10).map((m) => m.heap);
+      if (inWindow.length > 0) floors.push((Math.min(...inWindow) / 1048576).toFixed(1));
+    }
     const missed = results.filter((r) => !r.ok);
     const text = [
       `Command: \`npm run build && SOAK_MINUTES=${minutes} node dist/scripts/soak.js\` (real Hypha + moto S3, real Ray Serve 2.60, the exporter CLI, Prometheus and Alertmanager; a fault every ~1-2 min in rotation: ${faults.map((f) => f.name).join('; ')}).`,
@@ -120,6 +126,8 @@ async function main(): Promise<void> {
       '| duration | faults injected | transitions missed | exporter alive at end | error log lines | unhandled-rejection/TypeError lines | RSS first → last | heap first → last | heap slope, fitted: whole run / second half |',
       '|---|---|---|---|---|---|---|---|---|',
       `| ${((Date.now() - t0) / 60000).toFixed(0)} min | ${results.length} | ${missed.length}${missed.length ? ` (${missed.map((m) => m.fault).join(', ')})` : ''} | ${alive ? 'yes' : 'NO'} | ${errors.length} | ${unhandled.length} | ${first ? (first.rss / 1048576).toFixed(0) : '?'} → ${last ? (last.rss / 1048576).toFixed(0) : '?'} MB | ${first ? (first.heap / 1048576).toFixed(1) : '?'} → ${last ? (last.heap / 1048576).toFixed(1) : '?'} MB | ${slope.toFixed(3)} / ${lateSlope.toFixed(3)} MB/min |`,
+      '',
+      `Heap floor (lowest reading) per 10-minute window: ${floors.join(' / ')} MB. The heap is read without forcing a GC, so the floor, not the end points, is the leak indicator.`,
       '',
       'Fault → expected transition observed (seconds): ' + results.map((r) => `${r.fault}: ${r.ok ? r.seconds.toFixed(0) : 'missed'}`).join('; ') + '.',
     ].join('\n');
