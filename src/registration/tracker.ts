@@ -11,8 +11,30 @@ export interface Match {
   providerClientId?: string;
 }
 
-export function matchProviders(exp: ExpectedService, services: readonly ServiceInfo[]): Match {
-  const same = services.filter((s) => s.workspace === exp.workspace && s.serviceId === exp.serviceId);
+/**
+ * The registry view's services by workspace and service id, built once per
+ * evaluation: looking each expected app up by scanning the whole list made
+ * an evaluation quadratic in the number of apps.
+ */
+export class ProviderIndex {
+  readonly #byService = new Map<string, ServiceInfo[]>();
+
+  constructor(services: Iterable<ServiceInfo>) {
+    for (const s of services) {
+      const key = `${s.workspace}\u0000${s.serviceId}`;
+      const list = this.#byService.get(key);
+      if (list) list.push(s);
+      else this.#byService.set(key, [s]);
+    }
+  }
+
+  providers(workspace: string, serviceId: string): readonly ServiceInfo[] {
+    return this.#byService.get(`${workspace}\u0000${serviceId}`) ?? [];
+  }
+}
+
+export function matchProviders(exp: ExpectedService, index: ProviderIndex): Match {
+  const same = index.providers(exp.workspace, exp.serviceId);
   if (same.length === 0) return { registered: false, mismatch: false };
   const exact = exp.clientId === undefined ? same[0] : same.find((s) => s.clientId === exp.clientId);
   if (exact) return { registered: true, mismatch: false, providerClientId: exact.clientId };
@@ -88,7 +110,7 @@ export class RegistrationTracker {
     cluster: string,
     apps: readonly ServeApp[],
     expected: ReadonlyMap<string, ExpectedService>,
-    services: readonly ServiceInfo[],
+    providers: ProviderIndex,
     input: TrackerInput,
   ): AppRegistration[] {
     const out: AppRegistration[] = [];
@@ -113,7 +135,7 @@ export class RegistrationTracker {
         };
         this.#history.set(key, h);
       }
-      const m = matchProviders(exp, services);
+      const m = matchProviders(exp, providers);
       let settled = true;
       if (m.registered) {
         if (h.providerClientId !== undefined && m.providerClientId !== undefined && h.providerClientId !== m.providerClientId) h.clientIdChanges++;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { checkHyphaRegistration, defaultClusterMapping, hyphaRegistrationSchema, resolveHyphaRegistration } from '../../src/config/hypha-schema';
 import { bioengineProxyClientId, expectedService, mappedWorkspaces, WorkerDirectory } from '../../src/registration/expected';
-import { matchProviders, missingCause, RegistrationTracker, TrackerInput } from '../../src/registration/tracker';
+import { matchProviders, missingCause, ProviderIndex, RegistrationTracker, TrackerInput } from '../../src/registration/tracker';
 import { parseWorkerApps, parseWorkerStatus } from '../../src/registration/workers';
 import { classify, conciseMessage } from '../../src/sources/hypha/errors';
 import { RegistryView } from '../../src/sources/hypha/registry-view';
@@ -149,11 +149,11 @@ describe('expected service ids', () => {
   it('matches providers: exact client, any client, mismatch', () => {
     const exp = { cluster: 'c', app: 'a', mapping: 'bioengine' as const, workspace: 'ws', clientId: 'p-1', serviceId: 'a', label: 'ws/p-1:a' };
     const s = (client: string, ws = 'ws', sid = 'a'): ServiceInfo => ({ id: `${ws}/${client}:${sid}`, workspace: ws, clientId: client, serviceId: sid });
-    expect(matchProviders(exp, [])).toEqual({ registered: false, mismatch: false });
-    expect(matchProviders(exp, [s('x'), s('p-1')])).toEqual({ registered: true, mismatch: false, providerClientId: 'p-1' });
-    expect(matchProviders(exp, [s('x')])).toEqual({ registered: true, mismatch: true, providerClientId: 'x' });
-    expect(matchProviders(exp, [s('p-1', 'other'), s('p-1', 'ws', 'a-rtc')])).toEqual({ registered: false, mismatch: false });
-    expect(matchProviders({ ...exp, clientId: undefined }, [s('x')])).toEqual({ registered: true, mismatch: false, providerClientId: 'x' });
+    expect(matchProviders(exp, new ProviderIndex([]))).toEqual({ registered: false, mismatch: false });
+    expect(matchProviders(exp, new ProviderIndex([s('x'), s('p-1')]))).toEqual({ registered: true, mismatch: false, providerClientId: 'p-1' });
+    expect(matchProviders(exp, new ProviderIndex([s('x')]))).toEqual({ registered: true, mismatch: true, providerClientId: 'x' });
+    expect(matchProviders(exp, new ProviderIndex([s('p-1', 'other'), s('p-1', 'ws', 'a-rtc')]))).toEqual({ registered: false, mismatch: false });
+    expect(matchProviders({ ...exp, clientId: undefined }, new ProviderIndex([s('x')]))).toEqual({ registered: true, mismatch: false, providerClientId: 'x' });
   });
 });
 
@@ -183,35 +183,35 @@ describe('RegistrationTracker', () => {
 
   it('registered → scaled to zero: missing since the moment it went', () => {
     const t = new RegistrationTracker();
-    expect(t.evaluateCluster('c', [idle], exp('a'), [reg()], input(1100))[0]).toMatchObject({ registered: true, state: 'registered', unregisteredSinceSeconds: undefined });
-    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1200))[0]).toMatchObject({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
-    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1300))[0].unregisteredSinceSeconds).toBe(1200);
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100))[0]).toMatchObject({ registered: true, state: 'registered', unregisteredSinceSeconds: undefined });
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1200))[0]).toMatchObject({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1300))[0].unregisteredSinceSeconds).toBe(1200);
   });
 
   it('an app deployed after the exporter started and never registered is missing_never_registered; a redeploy starts over', () => {
     const t = new RegistrationTracker();
-    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1100))[0].state).toBe('missing_never_registered');
-    t.evaluateCluster('c', [idle], exp('a'), [reg()], input(1200));
-    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1300))[0].state).toBe('missing_scaled_to_zero');
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1100))[0].state).toBe('missing_never_registered');
+    t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1200));
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1300))[0].state).toBe('missing_scaled_to_zero');
     const redeployed = { ...idle, lastDeployedSeconds: 1350 };
-    expect(t.evaluateCluster('c', [redeployed], exp('a'), [], input(1400))[0].state).toBe('missing_never_registered');
+    expect(t.evaluateCluster('c', [redeployed], exp('a'), new ProviderIndex([]), input(1400))[0].state).toBe('missing_never_registered');
   });
 
   it('after a reconnect a previously registered app is withheld during the settle window, then missing since the reconnect', () => {
     const t = new RegistrationTracker();
-    t.evaluateCluster('c', [idle], exp('a'), [reg()], input(1100));
+    t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100));
     const after = { afterReconnect: true, connectedSeconds: 1200 };
-    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1205, after))[0]).toMatchObject({ settled: false, unregisteredSinceSeconds: undefined });
-    expect(t.evaluateCluster('c', [idle], exp('a'), [], input(1230, after))[0]).toMatchObject({ settled: true, registered: false, unregisteredSinceSeconds: 1200 });
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1205, after))[0]).toMatchObject({ settled: false, unregisteredSinceSeconds: undefined });
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1230, after))[0]).toMatchObject({ settled: true, registered: false, unregisteredSinceSeconds: 1200 });
   });
 
   it('counts client-id changes of the registered provider, flags a mismatch, forgets vanished apps', () => {
     const t = new RegistrationTracker();
-    expect(t.evaluateCluster('c', [idle], exp('a'), [reg('p')], input(1100))[0].clientIdChangesTotal).toBe(0);
-    expect(t.evaluateCluster('c', [idle], exp('a'), [reg('q')], input(1101))[0]).toMatchObject({ clientIdMismatch: true, clientIdChangesTotal: 1, providerClientId: 'q' });
-    expect(t.evaluateCluster('c', [idle], exp('a'), [reg('p')], input(1102))[0]).toMatchObject({ clientIdMismatch: false, clientIdChangesTotal: 2 });
-    expect(t.evaluateCluster('c', [], exp('a'), [], input(1103))).toEqual([]);
-    expect(t.evaluateCluster('c', [idle], exp('a'), [reg('q')], input(1104))[0].clientIdChangesTotal).toBe(0);
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg('p')]), input(1100))[0].clientIdChangesTotal).toBe(0);
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg('q')]), input(1101))[0]).toMatchObject({ clientIdMismatch: true, clientIdChangesTotal: 1, providerClientId: 'q' });
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg('p')]), input(1102))[0]).toMatchObject({ clientIdMismatch: false, clientIdChangesTotal: 2 });
+    expect(t.evaluateCluster('c', [], exp('a'), new ProviderIndex([]), input(1103))).toEqual([]);
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg('q')]), input(1104))[0].clientIdChangesTotal).toBe(0);
   });
 });
 

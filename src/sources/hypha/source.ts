@@ -4,7 +4,7 @@ import { ClusterMapping, defaultClusterMapping, HyphaRegistrationConfig } from '
 import { CauseConfirmation } from '../../registration/confirm';
 import { expectedService, ExpectedService, mappedWorkspaces, WorkerDirectory } from '../../registration/expected';
 import { withHypha } from '../../registration/snapshot';
-import { matchProviders, RegistrationTracker } from '../../registration/tracker';
+import { matchProviders, ProviderIndex, RegistrationTracker } from '../../registration/tracker';
 import type { AppRegistration, HyphaSample, WorkerSample } from '../../registration/types';
 import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
 import type { SnapshotStore } from '../../snapshot/store';
@@ -311,10 +311,10 @@ export class HyphaSource implements Source {
           apps.push(...this.#apps.filter((a) => a.cluster === cluster));
           continue;
         }
-        const services = [...workspaces].flatMap((ws) => this.#registry.services(ws));
+        const providers = new ProviderIndex([...workspaces].flatMap((ws) => this.#registry.services(ws)));
         const lost = () => this.#apps.some((a) => {
           const exp = a.cluster === cluster && a.registered && a.settled ? expected.get(a.app) : undefined;
-          return exp !== undefined && !matchProviders(exp, services).registered;
+          return exp !== undefined && !matchProviders(exp, providers).registered;
         });
         const verdict = this.#confirm.check(cluster, sample.state.requestedSeconds, lost, input.nowSeconds);
         if (verdict.hold) {
@@ -325,7 +325,7 @@ export class HyphaSource implements Source {
           const waitedMs = Math.round((input.nowSeconds - verdict.seenSeconds) * 1000);
           this.log.debug({ cluster, waited_ms: waitedMs, fresh: (sample.state.requestedSeconds ?? 0) >= verdict.seenSeconds }, 'registration loss judged on a fresh Serve sample');
         }
-        apps.push(...this.#tracker.evaluateCluster(cluster, sample.state.apps, expected, services, { ...input, changeSeenSeconds: verdict.seenSeconds }));
+        apps.push(...this.#tracker.evaluateCluster(cluster, sample.state.apps, expected, providers, { ...input, changeSeenSeconds: verdict.seenSeconds }));
       }
       this.#logTransitions(apps);
       this.#apps = apps;
