@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { serveScale } from './serve-scale';
 import { churn, scrapeDuringHang } from './churn-and-hang';
+import { registrationEval } from './registration-eval';
 import { writeSection } from './stats';
 
 const f = (x: number) => x.toFixed(1);
@@ -30,6 +31,21 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${table}\n`);
   const file = path.resolve(__dirname, '..', '..', 'BENCHMARKS.md');
   writeSection(file, 'serve-scale', `## Serve sampling and /metrics rendering at scale\n\n${table}`);
+
+  const evalRows: string[] = [];
+  for (const n of sizes) {
+    const r = await registrationEval(n);
+    evalRows.push(`| ${n} | ${f(r.p50)} / ${f(r.p99)} ms |`);
+  }
+  const evalText = [
+    'Command: `npm run bench`. One registration evaluation (index the registry view, match every expected app, classify the missing ones), as the Hypha source runs it on every registry event and every Ray sample; 10% of the apps missing. 50 runs.',
+    '',
+    '| apps | evaluation p50 / p99 |',
+    '|---|---|',
+    ...evalRows,
+  ].join('\n');
+  process.stdout.write(`\n${evalText}\n`);
+  writeSection(file, 'registration-eval', `## Registration evaluation at scale\n\n${evalText}`);
 
   const cycles = Number(process.env.BENCH_CHURN_CYCLES ?? 10000);
   const c = await churn(cycles);
