@@ -53,13 +53,22 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export function exporterConfig(o: StackOptions, hypha: HyphaHandle, ray: RayCluster): string {
+/**
+ * The exporter config of a real-stack run: one Ray cluster, Hypha (token in
+ * $HYPHA_TOKEN), the artifact manager watched. Without canaryReresolveAfter
+ * the canary keeps the shipped default.
+ */
+export function exporterConfig(
+  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig'> & { canaryReresolveAfter?: string; cluster?: string },
+  hypha: HyphaHandle,
+  ray: RayCluster,
+): string {
   return [
     'global:',
     `  interval: ${o.sampleInterval}`,
     `  timeout: ${o.sampleTimeout}`,
     'ray_clusters:',
-    '  - name: local',
+    `  - name: ${o.cluster ?? 'local'}`,
     `    dashboard_url: ${ray.dashboardUrl}`,
     'hypha:',
     '  name: local',
@@ -67,8 +76,7 @@ export function exporterConfig(o: StackOptions, hypha: HyphaHandle, ray: RayClus
     '  bearer_token_env: HYPHA_TOKEN',
     'watched_services:',
     '  - service: public/artifact-manager',
-    '    canary:',
-    `      reresolve_after: ${o.canaryReresolveAfter}`,
+    ...(o.canaryReresolveAfter === undefined ? [] : ['    canary:', `      reresolve_after: ${o.canaryReresolveAfter}`]),
     o.exporterExtraConfig ?? '',
   ].join('\n') + '\n';
 }

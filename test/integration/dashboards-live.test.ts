@@ -22,6 +22,7 @@ import { freePort } from '../harness/ports';
 import { artifactsDir, Proc, repoRoot, startProc, waitFor } from '../harness/proc';
 import { PrometheusQueryError, PrometheusServer, startPrometheus } from '../harness/prometheus';
 import { RayCluster, rayAppConfig, ServeAppConfig, ServeDeployConfig, startRay } from '../harness/ray';
+import { exporterConfig as stackExporterConfig } from '../harness/stack';
 
 jest.setTimeout(900_000);
 
@@ -38,28 +39,20 @@ const BUGGY_HELD_DOWNSCALE_S = 3600;
 
 /** Exporter configuration: Ray, Hypha with the artifact manager watched, registration per app, worker cross-check. */
 function exporterConfig(ray: RayCluster, hypha: HyphaHandle): string {
-  return [
-    'global:',
-    '  interval: 1s',
-    '  timeout: 2s',
-    'ray_clusters:',
-    `  - name: ${CLUSTER}`,
-    `    dashboard_url: ${ray.dashboardUrl}`,
-    'hypha:',
-    '  name: local',
-    `  server_url: ${hypha.url}`,
-    '  bearer_token_env: HYPHA_TOKEN',
-    'watched_services:',
-    `  - service: ${WATCHED}`,
-    'hypha_registration:',
-    '  clusters:',
-    `    - cluster: ${CLUSTER}`,
-    '      bioengine:',
-    `        worker_client_id: ${BIOENGINE_PREFIX}`,
-    '  workers:',
-    '    interval: 2s',
-    '',
-  ].join('\n');
+  return stackExporterConfig({
+    sampleInterval: '1s',
+    sampleTimeout: '2s',
+    cluster: CLUSTER,
+    exporterExtraConfig: [
+      'hypha_registration:',
+      '  clusters:',
+      `    - cluster: ${CLUSTER}`,
+      '      bioengine:',
+      `        worker_client_id: ${BIOENGINE_PREFIX}`,
+      '  workers:',
+      '    interval: 2s',
+    ].join('\n'),
+  }, hypha, ray);
 }
 
 // ---------------------------------------------------------------------------------------------
