@@ -90,13 +90,10 @@ function nowRow(d: DashboardBuilder): void {
 function sourcesRow(d: DashboardBuilder): void {
   d.withRow(new RowBuilder('Upstream sampling'));
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(UP_DOWN)
       .title('Source up per upstream')
       .description('Whether each sample of each upstream succeeded. While DOWN, that upstream\'s series are absent (never stale).')
       .withTarget(rangeQuery('A', `min by (source, target) (hypha_serve_source_up{${X}})`, '{{source}} {{target}}'))
-      .unit('none')
-      .mappings([UP_DOWN])
-      .thresholds(thresholds('text'))
       .links(runbookLinks('HyphaServeSourceDown'))
       .height(6)
       .span(24),

@@ -350,19 +350,16 @@ function applicationsRow(d: DashboardBuilder): void {
 function timelinesRow(d: DashboardBuilder): void {
   d.withRow(new RowBuilder('Timelines'));
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(APP_STATUS_MAP)
       .title('Serve application status')
       .description('Status of each Serve application over time, as reported by the Serve REST API.')
       .withTarget(rangeQuery('A', stateCode('hypha_serve_app_status', APP, 'status', APP_STATES, ['cluster', 'app']), '{{app}} ({{cluster}})'))
-      .unit('none')
-      .mappings([APP_STATUS_MAP])
-      .thresholds(thresholds('text'))
       .links(runbookLinks('HyphaServeAppUnhealthy'))
       .height(8)
       .span(12),
   );
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(REGISTRATION_MAP)
       .title('Hypha registration state')
       .description(
         "Registration of each application's expected Hypha service over time: registered, or missing with the exporter's " +
@@ -371,15 +368,12 @@ function timelinesRow(d: DashboardBuilder): void {
       .withTarget(
         rangeQuery('A', stateCode('hypha_serve_app_registration_state', APP, 'state', REGISTRATION_STATES, ['cluster', 'app']), '{{app}} ({{cluster}})'),
       )
-      .unit('none')
-      .mappings([REGISTRATION_MAP])
-      .thresholds(thresholds('text'))
       .links(runbookLinks('HyphaServeAppRunningNotRegistered'))
       .height(8)
       .span(12),
   );
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(DEPLOYMENT_STATUS_MAP)
       .title('Serve deployment status')
       .description('Status of each Serve deployment over time. UPSCALING/DOWNSCALING are normal autoscaling, not faults.')
       .withTarget(
@@ -389,14 +383,18 @@ function timelinesRow(d: DashboardBuilder): void {
           '{{app}}/{{deployment}} ({{cluster}})',
         ),
       )
-      .unit('none')
-      .mappings([DEPLOYMENT_STATUS_MAP])
-      .thresholds(thresholds('text'))
       .height(8)
       .span(12),
   );
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(
+      valueMap([
+        [0, 'worker: not ready', 'orange'],
+        [1, 'worker: ready', 'green'],
+        [2, 'head: NOT READY', 'red'],
+        [3, 'head: ready', 'green'],
+      ]),
+    )
       .title('Serve proxy readiness per node')
       .description(
         'Whether each node\'s Serve HTTP proxy answers 200 on /-/healthz. Worker-node proxies answer 503 while their ' +
@@ -409,16 +407,6 @@ function timelinesRow(d: DashboardBuilder): void {
           '{{node_ip}} ({{cluster}})',
         ),
       )
-      .unit('none')
-      .mappings([
-        valueMap([
-          [0, 'worker: not ready', 'orange'],
-          [1, 'worker: ready', 'green'],
-          [2, 'head: NOT READY', 'red'],
-          [3, 'head: ready', 'green'],
-        ]),
-      ])
-      .thresholds(thresholds('text'))
       .links(runbookLinks('HyphaServeNoProxyCanWakeApps'))
       .height(8)
       .span(12),
@@ -482,16 +470,13 @@ function registrationRow(d: DashboardBuilder): void {
       .span(8),
   );
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(valueMap([[0, 'same client', 'green'], [1, 'other client', 'orange']]))
       .title('Registered under another client id')
       .description(
         "1 while an application's service is registered, but by a different Hypha client than the one the exporter last saw: " +
           'the provider re-registered, and proxies cached before that are stale.',
       )
       .withTarget(rangeQuery('A', `max by (cluster, app) (hypha_serve_app_registration_client_id_mismatch{${APP}})`, '{{app}} ({{cluster}})'))
-      .unit('none')
-      .mappings([valueMap([[0, 'same client', 'green'], [1, 'other client', 'orange']])])
-      .thresholds(thresholds('text'))
       .height(8)
       .span(8),
   );

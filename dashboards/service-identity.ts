@@ -127,53 +127,41 @@ function nowRow(d: DashboardBuilder): void {
 function identityRow(d: DashboardBuilder): void {
   d.withRow(new RowBuilder('Client identity'));
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(presence('green'))
       .title('Provider client ids')
       .description('Client ids of the live providers of each service over time: a new row is a re-registration under a new id.')
       .withTarget(rangeQuery('A', `max by (service, client_id) (hypha_serve_service_provider_info{${SVC}})`, '{{client_id}}'))
-      .unit('none')
-      .mappings([presence('green')])
-      .thresholds(thresholds('text'))
       .showValue(VisibilityMode.Never)
       .height(7)
       .span(8),
   );
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(presence('blue'))
       .title('Freshly resolved client id')
       .description('The client id a fresh get_service() resolution returned in each sampling cycle.')
       .withTarget(rangeQuery('A', `max by (service, client_id) (hypha_serve_service_resolved_info{${SVC}})`, '{{client_id}}'))
-      .unit('none')
-      .mappings([presence('blue')])
-      .thresholds(thresholds('text'))
       .showValue(VisibilityMode.Never)
       .height(7)
       .span(8),
   );
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(presence('purple'))
       .title('Cached client id per holder')
       .description(
         'The client id each holder\'s long-lived proxy addresses ("exporter" is the canary proxy the exporter keeps). ' +
           'It should follow the provider rows; a holder stuck on an id that left the providers is stale.',
       )
       .withTarget(rangeQuery('A', `max by (service, holder, client_id) (hypha_serve_service_cached_info{${sel(['service', 'holder'])}})`, '{{holder}}: {{client_id}}'))
-      .unit('none')
-      .mappings([presence('purple')])
-      .thresholds(thresholds('text'))
       .showValue(VisibilityMode.Never)
       .links(runbookLinks('HyphaServiceCachedProxyStale'))
       .height(7)
       .span(8),
   );
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(valueMap([[0, 'fresh', 'green'], [1, 'STALE', 'red']]))
       .title('Stale flag per holder')
       .description('STALE while the holder\'s cached client id is not among the live providers; HyphaServiceCachedProxyStale pages after 2 minutes.')
       .withTarget(rangeQuery('A', `max by (service, holder) (service_holder:hypha_serve_service_cached_stale:max{${sel(['service', 'holder'])}})`, '{{holder}} ({{service}})'))
-      .unit('none')
-      .mappings([valueMap([[0, 'fresh', 'green'], [1, 'STALE', 'red']])])
-      .thresholds(thresholds('text'))
       .links(runbookLinks('HyphaServiceCachedProxyStale'))
       .height(6)
       .span(12),
@@ -243,13 +231,10 @@ function callsRow(d: DashboardBuilder): void {
   d.withPanel(heatmap('Call latency, cached proxy', 'cached', 'Distribution of probe call durations through the long-lived (cached) proxy, per histogram bucket.'));
   d.withPanel(heatmap('Call latency, fresh proxy', 'fresh', 'Distribution of probe call durations through a freshly resolved proxy, per histogram bucket.'));
   d.withPanel(
-    stateTimelinePanel()
+    stateTimelinePanel(valueMap([[0, 'FAILING', 'red'], [1, 'OK', 'green']]))
       .title('Probe success by path')
       .description('Outcome of the last probe call per path over time. Cached failing while fresh succeeds is the stale-proxy symptom.')
       .withTarget(rangeQuery('A', `min by (service, via) (hypha_serve_service_probe_success{${SVC}})`, '{{via}} ({{service}})'))
-      .unit('none')
-      .mappings([valueMap([[0, 'FAILING', 'red'], [1, 'OK', 'green']])])
-      .thresholds(thresholds('text'))
       .links(runbookLinks('HyphaServiceCachedProbeFailing'))
       .height(8)
       .span(8),

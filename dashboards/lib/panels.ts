@@ -118,10 +118,16 @@ export function timeseriesPanel(): TimeseriesPanelBuilder {
     .tooltip(new VizTooltipOptionsBuilder().mode(TooltipDisplayMode.Multi).sort(SortOrder.Descending));
 }
 
-/** A state timeline with the legend of its states shown. */
-export function stateTimelinePanel(): StateTimelinePanelBuilder {
+/**
+ * A state timeline with the legend of its states shown: every value is a
+ * state code, named and coloured by the mapping (the thresholds play no part).
+ */
+export function stateTimelinePanel(states: ValueMapping): StateTimelinePanelBuilder {
   return new StateTimelinePanelBuilder()
     .datasource(DS)
     .legend(legendList())
-    .tooltip(new VizTooltipOptionsBuilder().mode(TooltipDisplayMode.Single).sort(SortOrder.None));
+    .tooltip(new VizTooltipOptionsBuilder().mode(TooltipDisplayMode.Single).sort(SortOrder.None))
+    .unit('none')
+    .mappings([states])
+    .thresholds(thresholds('text'));
 }
