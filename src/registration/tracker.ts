@@ -97,6 +97,11 @@ export interface TrackerInput {
   changeSeenSeconds?: number;
 }
 
+/** Within reconnect_settle after a reconnect: a provider that was registered before may still be re-registering. */
+export function settlingAfterReconnect(input: TrackerInput): boolean {
+  return input.afterReconnect && (input.nowSeconds - input.connectedSeconds) * 1000 < input.settleMs;
+}
+
 /**
  * Keeps per-app history (ever registered, missing since, client-id changes)
  * across evaluations; each evaluation is a pure function of Serve's apps, the
@@ -143,7 +148,7 @@ export class RegistrationTracker {
         h.everRegistered = true;
         h.registered = true;
         h.missingSinceSeconds = undefined;
-      } else if (h.registered === true && input.afterReconnect && (input.nowSeconds - input.connectedSeconds) * 1000 < input.settleMs) {
+      } else if (h.registered === true && settlingAfterReconnect(input)) {
         // Registered before the outage; its provider may still be reconnecting.
         settled = false;
       } else {

@@ -4,7 +4,7 @@ import { ClusterMapping, defaultClusterMapping, HyphaRegistrationConfig } from '
 import { CauseConfirmation } from '../../registration/confirm';
 import { expectedService, ExpectedService, mappedWorkspaces, WorkerDirectory } from '../../registration/expected';
 import { withHypha } from '../../registration/snapshot';
-import { matchProviders, ProviderIndex, RegistrationTracker } from '../../registration/tracker';
+import { matchProviders, ProviderIndex, RegistrationTracker, settlingAfterReconnect } from '../../registration/tracker';
 import type { AppRegistration, HyphaSample, WorkerSample } from '../../registration/types';
 import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
 import type { SnapshotStore } from '../../snapshot/store';
@@ -312,7 +312,9 @@ export class HyphaSource implements Source {
           continue;
         }
         const providers = new ProviderIndex([...workspaces].flatMap((ws) => this.#registry.services(ws)));
-        const lost = () => this.#apps.some((a) => {
+        // While settling after a reconnect the tracker withholds a missing registration anyway;
+        // holding would republish the evaluation from before the outage.
+        const lost = () => !settlingAfterReconnect(input) && this.#apps.some((a) => {
           const exp = a.cluster === cluster && a.registered && a.settled ? expected.get(a.app) : undefined;
           return exp !== undefined && !matchProviders(exp, providers).registered;
         });
