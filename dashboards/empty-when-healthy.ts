@@ -9,7 +9,7 @@ export type FaultScenario = 'deploy-failed' | 'ray-source-down' | 'app-unregiste
 export const FAULT_SCENARIOS: Record<FaultScenario, string> = {
   'deploy-failed': 'a Serve application ends DEPLOY_FAILED (test/ray-apps/bad-import.yaml)',
   'ray-source-down': "the Ray dashboard (the Serve REST API) stops answering",
-  'app-unregistered': 'a RUNNING Serve application has no service in the Hypha registry (a BioEngine-style proxy with the deregister-at-zero bug, its Model idle at zero)',
+  'app-unregistered': 'a RUNNING Serve application has no service in the Hypha registry (a BioEngine 0.16.1 proxy deregisters when its Model idles at min_replicas 0)',
   'service-reregistered': 'a watched service re-registers under a new client id (Hypha restarts under a new server id: public/artifact-manager)',
 };
 

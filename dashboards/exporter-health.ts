@@ -63,13 +63,37 @@ function nowRow(d: DashboardBuilder): void {
   d.withPanel(
     statPanel()
       .title('Upstreams down')
-      .description('Configured upstreams (Ray clusters, Hypha servers) the exporter failed to sample on its last attempt.')
+      .description(
+        'Configured upstreams the exporter failed to sample on its last attempt: Ray clusters (source ray), the Hypha registry ' +
+          'connection (source hypha) and watched services (source hypha_service).',
+      )
       .withTarget(statQuery('A', `sum(1 - hypha_serve_source_up{${X}})`))
       .unit('short')
       .decimals(0)
       .thresholds(thresholds('green', [[1, 'red']]))
       .colorMode(BigValueColorMode.Background)
       .links(runbookLinks('HyphaServeSourceDown'))
+      .height(4)
+      .span(4),
+  );
+  d.withPanel(
+    statPanel()
+      .title('Stuck samplers')
+      .description(
+        'Upstreams whose last successful sample is older than 3 × their sampling interval + 60 s although source_up still ' +
+          'says 1: the sampler itself is stuck (HyphaServeSourceStale). A down upstream is not counted here.',
+      )
+      .withTarget(
+        statQuery(
+          'A',
+          `count(\n  (hypha_serve_source_sample_age_seconds{${X}} > 3 * hypha_serve_source_interval_seconds{${X}} + 60)\n  and on (job, instance, source, target) (hypha_serve_source_up{${X}} == 1)\n) or vector(0)`,
+        ),
+      )
+      .unit('short')
+      .decimals(0)
+      .thresholds(thresholds('green', [[1, 'red']]))
+      .colorMode(BigValueColorMode.Background)
+      .links(runbookLinks('HyphaServeSourceStale'))
       .height(4)
       .span(4),
   );
@@ -101,10 +125,17 @@ function sourcesRow(d: DashboardBuilder): void {
   d.withPanel(
     timeseriesPanel()
       .title('Sample age')
-      .description('Age of the data served for each upstream: now minus its last successful sample. It grows without bound while the upstream is down.')
-      .withTarget(rangeQuery('A', `max by (source, target) (hypha_serve_source_sample_age_seconds{${X}})`, '{{source}} {{target}}'))
+      .description(
+        'Age of the data served for each upstream: now minus its last successful sample, next to its configured sampling ' +
+          'interval (hypha_serve_source_interval_seconds). Healthy, the age stays below the interval plus the sample duration. ' +
+          'It grows without bound while the upstream is down, and also while source_up stays 1 if the sampler is stuck: ' +
+          'HyphaServeSourceStale fires above 3 × interval + 60 s.',
+      )
+      .withTarget(rangeQuery('A', `max by (instance, source, target) (hypha_serve_source_sample_age_seconds{${X}})`, '{{source}} {{target}} age ({{instance}})'))
+      .withTarget(rangeQuery('B', `max by (instance, source, target) (hypha_serve_source_interval_seconds{${X}})`, '{{source}} {{target}} interval ({{instance}})'))
       .unit('s')
       .min(0)
+      .links(runbookLinks('HyphaServeSourceStale'))
       .height(8)
       .span(12),
   );
@@ -181,8 +212,8 @@ function exporterRow(d: DashboardBuilder): void {
         'Applications left out by the per-cluster max_apps cap, and malformed applications, deployments or proxies skipped in ' +
           'Serve API answers, per rate interval.',
       )
-      .withTarget(rangeQuery('A', `sum by (cluster) (increase(hypha_serve_cluster_apps_dropped_total{${X}}[$__rate_interval]))`, '{{cluster}} apps dropped (max_apps)'))
-      .withTarget(rangeQuery('B', `sum by (cluster) (increase(hypha_serve_cluster_malformed_entries_total{${X}}[$__rate_interval]))`, '{{cluster}} malformed entries'))
+      .withTarget(rangeQuery('A', `sum by (ray_cluster) (increase(hypha_serve_cluster_apps_dropped_total{${X}}[$__rate_interval]))`, '{{ray_cluster}} apps dropped (max_apps)'))
+      .withTarget(rangeQuery('B', `sum by (ray_cluster) (increase(hypha_serve_cluster_malformed_entries_total{${X}}[$__rate_interval]))`, '{{ray_cluster}} malformed entries'))
       .unit('short')
       .min(0)
       .height(8)

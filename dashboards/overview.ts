@@ -6,12 +6,20 @@ import { BigValueColorMode, BigValueTextMode, StackingMode, TableCellDisplayMode
 import { PanelBuilder as TablePanel } from '@grafana/grafana-foundation-sdk/table';
 import { APP_STATES, DASHBOARD_TAG, DEPLOYMENT_STATES, DS, REGISTRATION_STATES, sel, stateCode } from './lib/conventions';
 import { packLink, rangeQuery, runbookIndexLink, runbookLinks, stateTimelinePanel, statPanel, statQuery, tableQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
-import { appVariable, clusterVariable, datasourceVariable, instanceVariable, jobVariable, workspaceVariable } from './lib/variables';
+import { appVariable, rayClusterVariable, datasourceVariable, instanceVariable, jobVariable, workspaceVariable } from './lib/variables';
 
 export const UID = 'hypha-serve-overview';
 
-const APP = sel(['cluster', 'app']);
-const REG = sel(['cluster', 'app', 'workspace']);
+const APP = sel(['ray_cluster', 'app']);
+/** hypha_serve_app_expected_service_info is the only registration series with a workspace label. */
+const REG = sel(['ray_cluster', 'app', 'workspace']);
+/**
+ * Worker series carry ray_cluster only when the worker can be attributed to one cluster; an
+ * unattributed worker (label absent) stays visible whichever clusters are selected.
+ */
+const WORKER_APP = sel(['app'], 'ray_cluster=~"$ray_cluster|"');
+/** Identity of a registration: the same app on two exporter replicas (HA) is one row. */
+const REG_BY = 'ray_cluster, app';
 
 const APP_STATUS_MAP = valueMap([
   [0, 'other', 'text'],
@@ -33,13 +41,20 @@ const DEPLOYMENT_STATUS_MAP = valueMap([
   [6, 'DOWNSCALING', 'super-light-green'],
 ]);
 
+/** Display text and colour of each registration state; the codes follow REGISTRATION_STATES. */
+const REGISTRATION_DISPLAY: Record<(typeof REGISTRATION_STATES)[number], [string, string]> = {
+  registered: ['registered', 'green'],
+  not_running: ['not running yet (not due)', 'blue'],
+  missing_scaled_to_zero: ['missing: deregistered at zero', 'orange'],
+  missing_never_registered: ['missing: never registered', 'red'],
+  missing_crashed: ['missing: crashed', 'red'],
+  missing_after_reconnect: ['missing: not back after Hypha reconnect', 'red'],
+  missing_history_unknown: ['missing: history unknown', 'red'],
+  missing_other: ['missing: other', 'red'],
+};
 const REGISTRATION_MAP = valueMap([
   [0, 'other', 'text'],
-  [1, 'registered', 'green'],
-  [2, 'missing: scaled to zero', 'orange'],
-  [3, 'missing: never registered', 'red'],
-  [4, 'missing: crashed', 'red'],
-  [5, 'missing: other', 'red'],
+  ...REGISTRATION_STATES.map((st, i): [number, string, string] => [i + 1, ...REGISTRATION_DISPLAY[st]]),
 ]);
 
 const YES_NO_BAD_NO = valueMap([
@@ -54,11 +69,16 @@ function summaryRow(d: DashboardBuilder): void {
       .title('Apps RUNNING but not registered')
       .description(
         'Serve applications that Ray reports RUNNING while their expected Hypha service is absent from the registry ' +
-          '(recording rule cluster_app:hypha_serve_app_running_not_registered:bool). Callers get "Service not found" ' +
-          'although Ray and the worker look healthy; HyphaServeAppRunningNotRegistered pages after 5 minutes. ' +
+          '(hypha_serve_app_registered 0; one per ray_cluster and app, however many exporter replicas report it). ' +
+          'Callers get "Service not found" although Ray and the worker look healthy; HyphaServeAppRunningNotRegistered pages after 5 minutes. ' +
           'No value while the Ray or the Hypha source is down: the answer is unknown then.',
       )
-      .withTarget(statQuery('A', `sum(cluster_app:hypha_serve_app_running_not_registered:bool{${REG}})`))
+      .withTarget(
+        statQuery(
+          'A',
+          `sum(\n  max by (${REG_BY}) (\n    (hypha_serve_app_status{${APP},status="RUNNING"} == 1)\n    * on (job, instance, ${REG_BY}) (1 - hypha_serve_app_registered{${APP}})\n  )\n)`,
+        ),
+      )
       .unit('short')
       .decimals(0)
       .thresholds(thresholds('green', [[1, 'red']]))
@@ -101,13 +121,13 @@ function summaryRow(d: DashboardBuilder): void {
         'Serve HTTP proxies answering 200 on /-/healthz, of all proxies. At zero replicas worker-node proxies answer 503 by design; ' +
           'only the head-node proxy must stay ready, since it takes the request that wakes a scaled-to-zero app.',
       )
-      .withTarget(statQuery('A', `sum(hypha_serve_proxy_ready{${sel(['cluster'])}})`, 'ready'))
-      .withTarget(statQuery('B', `count(hypha_serve_proxy_ready{${sel(['cluster'])}})`, 'proxies'))
+      .withTarget(statQuery('A', `sum(hypha_serve_proxy_ready{${sel(['ray_cluster'])}})`, 'ready'))
+      .withTarget(statQuery('B', `count(hypha_serve_proxy_ready{${sel(['ray_cluster'])}})`, 'proxies'))
       .unit('short')
       .decimals(0)
       .thresholds(thresholds('blue'))
       .textMode(BigValueTextMode.ValueAndName)
-      .links(runbookLinks('HyphaServeNoProxyCanWakeApps'))
+      .links(runbookLinks('HyphaServeNoProxyCanWakeApps', 'HyphaServeAllProxiesUnready'))
       .height(4)
       .span(4),
   );
@@ -115,8 +135,9 @@ function summaryRow(d: DashboardBuilder): void {
     statPanel()
       .title('Upstream sources')
       .description(
-        'Whether the exporter could sample each upstream (Ray cluster, Hypha server) on its last attempt. While one is down, ' +
-          'the series derived from it are absent and the correlation panels are blank rather than wrong.',
+        'Whether the exporter could sample each upstream on its last attempt: source ray (target: the Ray cluster), hypha ' +
+          '(the Hypha registry connection) and hypha_service (a watched service). While one is down, only the series derived ' +
+          'from it are absent, and the panels built on them are blank rather than wrong.',
       )
       .withTarget(statQuery('A', `min by (source, target) (hypha_serve_source_up{${sel()}})`, '{{source}} {{target}}'))
       .unit('none')
@@ -124,7 +145,7 @@ function summaryRow(d: DashboardBuilder): void {
       .thresholds(thresholds('red', [[1, 'green']]))
       .colorMode(BigValueColorMode.Background)
       .textMode(BigValueTextMode.ValueAndName)
-      .links(runbookLinks('HyphaServeSourceDown'))
+      .links(runbookLinks('HyphaServeSourceDown', 'HyphaServeSourceStale'))
       .height(4)
       .span(4),
   );
@@ -150,38 +171,41 @@ function applicationsRow(d: DashboardBuilder): void {
       .description(
         'One row per Serve application: Serve status, whether Ray has a status message for it, deployments, replicas ' +
           '(summed over its deployments: RUNNING, target, min, max, deployments scaled to zero), the Hypha service it should ' +
-          'register and whether the registry has it, the registration state (its cause when missing), how long it has been ' +
-          'missing, and the status a BioEngine worker reports for it. "Unregistered for" is empty while every app is registered.',
+          'register (hypha_serve_app_expected_service_info; `*` as client while the worker\'s client id was never known) and ' +
+          'whether the registry has it, the registration state (its cause when missing), how long it has been missing, and the ' +
+          'status a BioEngine worker reports for it. "Unregistered for" is empty while every app is registered.',
       )
       .datasource(DS)
-      .withTarget(tableQuery('A', `max by (cluster, app, status) (hypha_serve_app_status{${APP}} == 1)`))
-      .withTarget(tableQuery('B', `count by (cluster, app) (hypha_serve_deployment_target_replicas{${APP}})`))
-      .withTarget(tableQuery('C', `sum by (cluster, app) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`))
-      .withTarget(tableQuery('D', `sum by (cluster, app) (hypha_serve_deployment_target_replicas{${APP}})`))
-      .withTarget(tableQuery('E', `sum by (cluster, app) (hypha_serve_deployment_min_replicas{${APP}})`))
-      .withTarget(tableQuery('F', `sum by (cluster, app) (hypha_serve_deployment_max_replicas{${APP}})`))
-      .withTarget(tableQuery('G', `sum by (cluster, app) (hypha_serve_deployment_scaled_to_zero{${APP}})`))
-      .withTarget(tableQuery('H', `max by (cluster, app, workspace, service) (hypha_serve_app_registered{${REG}})`))
-      .withTarget(tableQuery('I', `max by (cluster, app, state) (hypha_serve_app_registration_state{${APP}} == 1)`))
-      .withTarget(tableQuery('J', `time() - max by (cluster, app) (hypha_serve_app_unregistered_since_timestamp_seconds{${APP}})`))
+      .withTarget(tableQuery('A', `max by (ray_cluster, app, status) (hypha_serve_app_status{${APP}} == 1)`))
+      .withTarget(tableQuery('B', `count by (ray_cluster, app) (hypha_serve_deployment_target_replicas{${APP}})`))
+      .withTarget(tableQuery('C', `sum by (ray_cluster, app) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`))
+      .withTarget(tableQuery('D', `sum by (ray_cluster, app) (hypha_serve_deployment_target_replicas{${APP}})`))
+      .withTarget(tableQuery('E', `sum by (ray_cluster, app) (hypha_serve_deployment_min_replicas{${APP}})`))
+      .withTarget(tableQuery('F', `sum by (ray_cluster, app) (hypha_serve_deployment_max_replicas{${APP}})`))
+      .withTarget(tableQuery('G', `sum by (ray_cluster, app) (hypha_serve_deployment_scaled_to_zero{${APP}})`))
+      .withTarget(tableQuery('H', `max by (${REG_BY}) (hypha_serve_app_registered{${APP}})`))
+      .withTarget(tableQuery('M', `max by (${REG_BY}, workspace, service) (hypha_serve_app_expected_service_info{${REG}})`))
+      .withTarget(tableQuery('I', `max by (ray_cluster, app, state) (hypha_serve_app_registration_state{${APP}} == 1)`))
+      .withTarget(tableQuery('J', `time() - max by (ray_cluster, app) (hypha_serve_app_unregistered_since_timestamp_seconds{${APP}})`))
       .withTarget(
         tableQuery(
           'K',
-          `max by (app, worker, worker_status) (\n  label_replace(hypha_serve_worker_app_status{${sel(['app'])}} == 1, "worker_status", "$1", "status", "(.*)")\n)`,
+          `max by (ray_cluster, app, worker, worker_status) (\n  label_replace(hypha_serve_worker_app_status{${WORKER_APP}} == 1, "worker_status", "$1", "status", "(.*)")\n)`,
         ),
       )
-      .withTarget(tableQuery('L', `max by (cluster, app) (hypha_serve_app_message_present{${APP}})`))
+      .withTarget(tableQuery('L', `max by (ray_cluster, app) (hypha_serve_app_message_present{${APP}})`))
       .withTransformation({ id: 'merge', options: {} })
       .withTransformation({
         id: 'organize',
         options: {
-          excludeByName: { Time: true, 'Value #A': true, 'Value #I': true, 'Value #K': true },
+          excludeByName: { Time: true, 'Value #A': true, 'Value #I': true, 'Value #K': true, 'Value #M': true },
           indexByName: {
-            cluster: 0, app: 1, status: 2, 'Value #L': 3, 'Value #B': 4, 'Value #C': 5, 'Value #D': 6, 'Value #E': 7,
+            ray_cluster: 0, app: 1, status: 2, 'Value #L': 3, 'Value #B': 4, 'Value #C': 5, 'Value #D': 6, 'Value #E': 7,
             'Value #F': 8, 'Value #G': 9, workspace: 10, service: 11, 'Value #H': 12, state: 13, 'Value #J': 14,
             worker: 15, worker_status: 16,
           },
           renameByName: {
+            ray_cluster: 'Ray cluster',
             status: 'Serve status',
             'Value #L': 'Message',
             'Value #B': 'Deployments',
@@ -245,9 +269,9 @@ function applicationsRow(d: DashboardBuilder): void {
           'Empty while healthy.',
       )
       .datasource(DS)
-      .withTarget(tableQuery('A', `max by (cluster, app, status) (hypha_serve_app_status{${APP},status!="RUNNING"} == 1)`))
-      .withTarget(tableQuery('B', `max by (cluster, app, state) (hypha_serve_app_registration_state{${APP},state!="registered"} == 1)`))
-      .withTarget(tableQuery('C', `max by (cluster, app) (hypha_serve_app_message_present{${APP}} == 1)`))
+      .withTarget(tableQuery('A', `max by (ray_cluster, app, status) (hypha_serve_app_status{${APP},status!="RUNNING"} == 1)`))
+      .withTarget(tableQuery('B', `max by (ray_cluster, app, state) (hypha_serve_app_registration_state{${APP},state=~"missing_.+"} == 1)`))
+      .withTarget(tableQuery('C', `max by (ray_cluster, app) (hypha_serve_app_message_present{${APP}} == 1)`))
       .withTransformation({ id: 'merge', options: {} })
       .withTransformation({
         id: 'organize',
@@ -267,23 +291,27 @@ function applicationsRow(d: DashboardBuilder): void {
       .title("BioEngine workers' view")
       .description(
         'What each BioEngine worker reports per application (status, and whether it believes the service is registered) next ' +
-          'to what the Hypha registry has. A worker saying RUNNING and registered while "Registry has it" is no is incident 1.',
+          'to what the Hypha registry has, joined on Ray cluster and app. A worker saying RUNNING while "Registry has it" is no ' +
+          'is incident 1. "Worker says registered" stays empty with every released BioEngine: none reports service_registered. ' +
+          'A worker that cannot be attributed to one Ray cluster shows without one, on a row of its own.',
       )
       .datasource(DS)
       .withTarget(
         tableQuery(
           'A',
-          `max by (worker, app, worker_status) (\n  label_replace(hypha_serve_worker_app_status{${sel(['app'])}} == 1, "worker_status", "$1", "status", "(.*)")\n)`,
+          `max by (ray_cluster, worker, app, worker_status) (\n  label_replace(hypha_serve_worker_app_status{${WORKER_APP}} == 1, "worker_status", "$1", "status", "(.*)")\n)`,
         ),
       )
-      .withTarget(tableQuery('B', `max by (worker, app) (hypha_serve_worker_app_service_registered{${sel(['app'])}})`))
-      .withTarget(tableQuery('C', `max by (app, service) (hypha_serve_app_registered{${REG}})`))
+      .withTarget(tableQuery('B', `max by (ray_cluster, worker, app) (hypha_serve_worker_app_service_registered{${WORKER_APP}})`))
+      .withTarget(tableQuery('C', `max by (${REG_BY}) (hypha_serve_app_registered{${APP}})`))
+      .withTarget(tableQuery('D', `max by (${REG_BY}, service) (hypha_serve_app_expected_service_info{${REG}})`))
       .withTransformation({ id: 'merge', options: {} })
       .withTransformation({
         id: 'organize',
         options: {
-          excludeByName: { Time: true, 'Value #A': true },
+          excludeByName: { Time: true, 'Value #A': true, 'Value #D': true },
           renameByName: {
+            ray_cluster: 'Ray cluster',
             worker: 'Worker',
             worker_status: "Worker's status",
             'Value #B': 'Worker says registered',
@@ -310,16 +338,16 @@ function applicationsRow(d: DashboardBuilder): void {
           'PENDING_MIGRATION), target, min and max, whether it autoscales and whether it is idle at zero by design.',
       )
       .datasource(DS)
-      .withTarget(tableQuery('A', `max by (cluster, app, deployment, status) (hypha_serve_deployment_status{${APP}} == 1)`))
-      .withTarget(tableQuery('B', `sum by (cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`))
+      .withTarget(tableQuery('A', `max by (ray_cluster, app, deployment, status) (hypha_serve_deployment_status{${APP}} == 1)`))
+      .withTarget(tableQuery('B', `sum by (ray_cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`))
       .withTarget(
-        tableQuery('C', `sum by (cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state=~"STARTING|UPDATING|RECOVERING|PENDING_MIGRATION"})`),
+        tableQuery('C', `sum by (ray_cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state=~"STARTING|UPDATING|RECOVERING|PENDING_MIGRATION"})`),
       )
-      .withTarget(tableQuery('D', `max by (cluster, app, deployment) (hypha_serve_deployment_target_replicas{${APP}})`))
-      .withTarget(tableQuery('E', `max by (cluster, app, deployment) (hypha_serve_deployment_min_replicas{${APP}})`))
-      .withTarget(tableQuery('F', `max by (cluster, app, deployment) (hypha_serve_deployment_max_replicas{${APP}})`))
-      .withTarget(tableQuery('G', `max by (cluster, app, deployment) (hypha_serve_deployment_autoscaling{${APP}})`))
-      .withTarget(tableQuery('H', `max by (cluster, app, deployment) (hypha_serve_deployment_scaled_to_zero{${APP}})`))
+      .withTarget(tableQuery('D', `max by (ray_cluster, app, deployment) (hypha_serve_deployment_target_replicas{${APP}})`))
+      .withTarget(tableQuery('E', `max by (ray_cluster, app, deployment) (hypha_serve_deployment_min_replicas{${APP}})`))
+      .withTarget(tableQuery('F', `max by (ray_cluster, app, deployment) (hypha_serve_deployment_max_replicas{${APP}})`))
+      .withTarget(tableQuery('G', `max by (ray_cluster, app, deployment) (hypha_serve_deployment_autoscaling{${APP}})`))
+      .withTarget(tableQuery('H', `max by (ray_cluster, app, deployment) (hypha_serve_deployment_scaled_to_zero{${APP}})`))
       .withTransformation({ id: 'merge', options: {} })
       .withTransformation({
         id: 'organize',
@@ -353,7 +381,7 @@ function timelinesRow(d: DashboardBuilder): void {
     stateTimelinePanel(APP_STATUS_MAP)
       .title('Serve application status')
       .description('Status of each Serve application over time, as reported by the Serve REST API.')
-      .withTarget(rangeQuery('A', stateCode('hypha_serve_app_status', APP, 'status', APP_STATES, ['cluster', 'app']), '{{app}} ({{cluster}})'))
+      .withTarget(rangeQuery('A', stateCode('hypha_serve_app_status', APP, 'status', APP_STATES, ['ray_cluster', 'app']), '{{app}} ({{ray_cluster}})'))
       .links(runbookLinks('HyphaServeAppUnhealthy'))
       .height(8)
       .span(12),
@@ -362,11 +390,13 @@ function timelinesRow(d: DashboardBuilder): void {
     stateTimelinePanel(REGISTRATION_MAP)
       .title('Hypha registration state')
       .description(
-        "Registration of each application's expected Hypha service over time: registered, or missing with the exporter's " +
-          'best guess at the cause (scaled to zero, never registered, provider crashed, other). Gaps: the Ray or Hypha source was down.',
+        "Registration of each application's expected Hypha service over time: registered; not running yet (Serve still " +
+          'deploying or deleting it, not due); or missing with the cause the exporter can tell: deregistered at zero, never ' +
+          'registered, crashed, not back after a Hypha reconnect, history unknown (already missing when the exporter started), ' +
+          'other. Gaps: the Ray or Hypha source was down, or a registration is settling after a Hypha reconnect.',
       )
       .withTarget(
-        rangeQuery('A', stateCode('hypha_serve_app_registration_state', APP, 'state', REGISTRATION_STATES, ['cluster', 'app']), '{{app}} ({{cluster}})'),
+        rangeQuery('A', stateCode('hypha_serve_app_registration_state', APP, 'state', REGISTRATION_STATES, ['ray_cluster', 'app']), '{{app}} ({{ray_cluster}})'),
       )
       .links(runbookLinks('HyphaServeAppRunningNotRegistered'))
       .height(8)
@@ -379,8 +409,8 @@ function timelinesRow(d: DashboardBuilder): void {
       .withTarget(
         rangeQuery(
           'A',
-          stateCode('hypha_serve_deployment_status', APP, 'status', DEPLOYMENT_STATES, ['cluster', 'app', 'deployment']),
-          '{{app}}/{{deployment}} ({{cluster}})',
+          stateCode('hypha_serve_deployment_status', APP, 'status', DEPLOYMENT_STATES, ['ray_cluster', 'app', 'deployment']),
+          '{{app}}/{{deployment}} ({{ray_cluster}})',
         ),
       )
       .height(8)
@@ -403,11 +433,11 @@ function timelinesRow(d: DashboardBuilder): void {
       .withTarget(
         rangeQuery(
           'A',
-          `max by (cluster, node_ip, node_id) (\n  hypha_serve_proxy_ready{${sel(['cluster'])}} + 2 * hypha_serve_proxy_head{${sel(['cluster'])}}\n)`,
-          '{{node_ip}} ({{cluster}})',
+          `max by (ray_cluster, node_ip, node_id) (\n  hypha_serve_proxy_ready{${sel(['ray_cluster'])}} + 2 * hypha_serve_proxy_head{${sel(['ray_cluster'])}}\n)`,
+          '{{node_ip}} ({{ray_cluster}})',
         ),
       )
-      .links(runbookLinks('HyphaServeNoProxyCanWakeApps'))
+      .links(runbookLinks('HyphaServeNoProxyCanWakeApps', 'HyphaServeAllProxiesUnready'))
       .height(8)
       .span(12),
   );
@@ -419,8 +449,8 @@ function replicasRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('RUNNING replicas and target')
       .description('RUNNING replicas and the replica count Serve targets, per deployment. The target drops to 0 when an app scales to zero.')
-      .withTarget(rangeQuery('A', `sum by (cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`, '{{app}}/{{deployment}} running'))
-      .withTarget(rangeQuery('B', `max by (cluster, app, deployment) (hypha_serve_deployment_target_replicas{${APP}})`, '{{app}}/{{deployment}} target'))
+      .withTarget(rangeQuery('A', `sum by (ray_cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})`, '{{app}}/{{deployment}} running'))
+      .withTarget(rangeQuery('B', `max by (ray_cluster, app, deployment) (hypha_serve_deployment_target_replicas{${APP}})`, '{{app}}/{{deployment}} target'))
       .unit('short')
       .decimals(0)
       .min(0)
@@ -434,7 +464,13 @@ function replicasRow(d: DashboardBuilder): void {
         'Target minus RUNNING replicas per deployment (negative: surplus while downscaling). Short while scaling is normal; ' +
           'HyphaServeDeploymentReplicasMismatch warns when it lasts 15 minutes with a constant, non-zero target.',
       )
-      .withTarget(rangeQuery('A', `cluster_app_deployment:hypha_serve_deployment_replicas:target_minus_running{${APP}}`, '{{app}}/{{deployment}}'))
+      .withTarget(
+        rangeQuery(
+          'A',
+          `max by (ray_cluster, app, deployment) (hypha_serve_deployment_target_replicas{${APP}})\n- max by (ray_cluster, app, deployment) (\n    sum by (job, instance, ray_cluster, app, deployment) (hypha_serve_deployment_replicas{${APP},state="RUNNING"})\n  )`,
+          '{{app}}/{{deployment}} ({{ray_cluster}})',
+        ),
+      )
       .unit('short')
       .decimals(0)
       .links(runbookLinks('HyphaServeDeploymentReplicasMismatch'))
@@ -462,7 +498,7 @@ function registrationRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Unregistered for')
       .description('How long each application\'s expected Hypha service has been missing from the registry. Empty while every app is registered.')
-      .withTarget(rangeQuery('A', `time() - hypha_serve_app_unregistered_since_timestamp_seconds{${APP}}`, '{{app}} ({{cluster}})'))
+      .withTarget(rangeQuery('A', `time() - hypha_serve_app_unregistered_since_timestamp_seconds{${APP}}`, '{{app}} ({{ray_cluster}})'))
       .unit('s')
       .min(0)
       .links(runbookLinks('HyphaServeAppRunningNotRegistered'))
@@ -476,7 +512,7 @@ function registrationRow(d: DashboardBuilder): void {
         "1 while an application's service is registered, but by a different Hypha client than the one the exporter last saw: " +
           'the provider re-registered, and proxies cached before that are stale.',
       )
-      .withTarget(rangeQuery('A', `max by (cluster, app) (hypha_serve_app_registration_client_id_mismatch{${APP}})`, '{{app}} ({{cluster}})'))
+      .withTarget(rangeQuery('A', `max by (ray_cluster, app) (hypha_serve_app_registration_client_id_mismatch{${APP}})`, '{{app}} ({{ray_cluster}})'))
       .height(8)
       .span(8),
   );
@@ -485,7 +521,7 @@ function registrationRow(d: DashboardBuilder): void {
       .title('Registration client id changes')
       .description('How often each application\'s service came back under a new Hypha client id (per rate interval).')
       .withTarget(
-        rangeQuery('A', `sum by (cluster, app) (increase(hypha_serve_app_registration_client_id_changes_total{${APP}}[$__rate_interval]))`, '{{app}} ({{cluster}})'),
+        rangeQuery('A', `sum by (ray_cluster, app) (increase(hypha_serve_app_registration_client_id_changes_total{${APP}}[$__rate_interval]))`, '{{app}} ({{ray_cluster}})'),
       )
       .unit('short')
       .min(0)
@@ -511,7 +547,7 @@ export function build(): Dashboard {
     .withVariable(datasourceVariable())
     .withVariable(jobVariable())
     .withVariable(instanceVariable())
-    .withVariable(clusterVariable())
+    .withVariable(rayClusterVariable())
     .withVariable(appVariable())
     .withVariable(workspaceVariable());
   summaryRow(d);

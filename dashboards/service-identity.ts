@@ -17,6 +17,8 @@ import { datasourceVariable, holderVariable, instanceVariable, jobVariable, serv
 export const UID = 'hypha-serve-service-identity';
 
 const SVC = sel(['service']);
+/** The watched services' own source health: source kind hypha_service, target = the service id. */
+const WATCHED_SOURCE = sel([], 'source="hypha_service"', 'target=~"$service"');
 const CALLS = 'hypha_serve_service_call_duration_seconds';
 
 /** Presence timelines: one row per client id, a bar while that id is current. */
@@ -26,6 +28,24 @@ function presence(color: string) {
 
 function nowRow(d: DashboardBuilder): void {
   d.withRow(new RowBuilder('Now'));
+  d.withPanel(
+    statPanel()
+      .title('Watched service source')
+      .description(
+        'Whether the exporter could sample each watched service on its last attempt (hypha_serve_source_up{source="hypha_service"}, ' +
+          'target = the service id). While DOWN, that service\'s series are absent and its alerts are silent; other services and ' +
+          'the registration checks are not affected.',
+      )
+      .withTarget(statQuery('A', `min by (target) (hypha_serve_source_up{${WATCHED_SOURCE}})`, '{{target}}'))
+      .unit('none')
+      .mappings([valueMap([[0, 'DOWN', 'red'], [1, 'UP', 'green']])])
+      .thresholds(thresholds('red', [[1, 'green']]))
+      .colorMode(BigValueColorMode.Background)
+      .textMode(BigValueTextMode.ValueAndName)
+      .links(runbookLinks('HyphaServeSourceDown', 'HyphaServeSourceStale'))
+      .height(4)
+      .span(4),
+  );
   d.withPanel(
     statPanel()
       .title('Live providers')
@@ -74,7 +94,7 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Client id changes, last hour')
       .description(
-        'Times each service changed its provider or resolved client id in the last hour ' +
+        'Times the provider set of each service changed in the last hour ' +
           '(recording rule service:hypha_serve_service_client_id_changes:increase1h). HyphaServiceClientIdChurn warns at 5.',
       )
       .withTarget(statQuery('A', `sum by (service) (service:hypha_serve_service_client_id_changes:increase1h{${SVC}})`, '{{service}}'))
@@ -170,7 +190,7 @@ function identityRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Client id churn per hour')
       .description(
-        'Provider or resolved client id changes in the trailing hour, and how often the canary had to re-resolve its ' +
+        'Provider-set changes in the trailing hour, and how often the canary had to re-resolve its ' +
           'cached proxy (per hour). Each change strands proxies cached before it.',
       )
       .withTarget(rangeQuery('A', `sum by (service) (service:hypha_serve_service_client_id_changes:increase1h{${SVC}})`, '{{service}} client id changes (last 1h)'))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent setup: everything the demo and the test suite need, pinned.
 # Re-running it on a machine that already has everything takes a few seconds.
+# SETUP_PROMETHEUS3=0 skips the Prometheus 3 build (local runs; tests then use only Debian's 2.42).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -37,6 +38,12 @@ make_venv() { # name requirements-file
   "$dir/bin/pip" install -q --disable-pip-version-check -r "$req"
   touch "$stamp"
 }
+# Prometheus 3 builds from source (CPU-bound) while the venvs download (network-bound).
+prom3_pid=""
+if [ "${SETUP_PROMETHEUS3:-1}" = 1 ]; then
+  bash scripts/setup-prometheus3.sh &
+  prom3_pid=$!
+fi
 # Hypha and Ray pin conflicting web frameworks; each gets its own venv.
 make_venv ray scripts/requirements-ray.txt &
 p1=$!
@@ -45,6 +52,10 @@ p2=$!
 make_venv s3 scripts/requirements-s3.txt &
 p3=$!
 wait $p1; wait $p2; wait $p3
+if [ -n "$prom3_pid" ] && ! wait "$prom3_pid"; then
+  echo "[setup] Prometheus 3 build failed (see above)" >&2
+  exit 1
+fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "npm ci"

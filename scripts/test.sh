@@ -5,6 +5,8 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+# setup.sh built Prometheus 3 (unless told not to), so a missing build is a failure, not a skip.
+[ "${SETUP_PROMETHEUS3:-1}" = 1 ] && export HSE_REQUIRE_PROMETHEUS3=1
 mkdir -p test-artifacts
 rc=0
 npx jest --selectProjects unit --json --outputFile=test-artifacts/jest-unit.json || rc=1

@@ -26,7 +26,9 @@ export type AlertName =
   | 'HyphaServeAppUnhealthy'
   | 'HyphaServeDeploymentReplicasMismatch'
   | 'HyphaServeNoProxyCanWakeApps'
+  | 'HyphaServeAllProxiesUnready'
   | 'HyphaServeSourceDown'
+  | 'HyphaServeSourceStale'
   | 'HyphaServeExporterDown'
   | 'HyphaServeExporterConfigReloadFailed';
 
@@ -36,12 +38,14 @@ export function runbookUrl(alert: AlertName): string {
 }
 
 /** Template variables a query may filter on, besides job and instance. */
-export type FilterVar = 'cluster' | 'app' | 'workspace' | 'service' | 'holder';
+export type FilterVar = 'ray_cluster' | 'app' | 'workspace' | 'service' | 'holder';
 
 /**
  * The label matchers for job and instance (always) plus the given template variables, e.g.
- * sel('cluster', 'app') → job=~"$job",instance=~"$instance",cluster=~"$cluster",app=~"$app".
- * Extra literal matchers follow, e.g. sel(['cluster'], 'status="RUNNING"').
+ * sel(['ray_cluster', 'app']) → job=~"$job",instance=~"$instance",ray_cluster=~"$ray_cluster",app=~"$app".
+ * Extra literal matchers follow, e.g. sel(['ray_cluster'], 'status="RUNNING"'). The Ray cluster label is
+ * `ray_cluster`, not `cluster`: multi-cluster Prometheus setups (kubernetes-mixin, Thanos, Mimir) use
+ * `cluster` as the external label of the Prometheus/Kubernetes cluster.
  */
 export function sel(vars: readonly FilterVar[] = [], ...literal: string[]): string {
   return ['job=~"$job"', 'instance=~"$instance"', ...vars.map((v) => `${v}=~"$${v}"`), ...literal].join(',');

@@ -60,6 +60,8 @@ export function lintExpr(expr: string, ctx: LintContext, where: string, required
       problems.push(`${where}: counter ${metric} is not wrapped in rate/irate/increase`);
     }
   }
+  // `cluster` is the multi-cluster external label of kubernetes-mixin, Thanos and Mimir; the exporter's is ray_cluster.
+  if (facts.labelNames.includes('cluster')) problems.push(`${where}: uses label cluster; the Ray cluster label is ray_cluster`);
   for (const c of facts.rangeCalls) {
     if (RATE_FUNCTIONS.has(c.fn) && c.range !== '$__rate_interval') problems.push(`${where}: ${c.fn}() over [${c.range}] instead of [$__rate_interval]`);
   }

@@ -40,6 +40,8 @@ export interface PromqlFacts {
   selectors: Selector[];
   /** Every function call over a range vector, with its range as written. */
   rangeCalls: RangeCall[];
+  /** Every label name written in the expression: in matchers and in by/without/on/ignoring/group_* lists. */
+  labelNames: string[];
 }
 
 function unquote(literal: string): string {
@@ -64,6 +66,7 @@ export function analysePromql(expr: string): PromqlFacts {
   const errors: string[] = [];
   const selectors: Selector[] = [];
   const rangeCalls: RangeCall[] = [];
+  const labelNames: string[] = [];
   const original = (n: SyntaxNode) => expr.slice(n.from, n.to);
 
   tree.iterate({
@@ -72,6 +75,7 @@ export function analysePromql(expr: string): PromqlFacts {
         errors.push(`syntax error at ${ref.from}: …${expr.slice(Math.max(0, ref.from - 20), ref.from + 20)}…`);
         return;
       }
+      if (ref.name === 'LabelName') labelNames.push(original(ref.node));
       if (ref.name !== 'VectorSelector') return;
       const node = ref.node;
       const metricNode = node.getChild('Identifier');
@@ -101,5 +105,5 @@ export function analysePromql(expr: string): PromqlFacts {
       selectors.push({ metric: metricNode ? original(metricNode) : undefined, matchers, rangeFunction, range, text: original(node) });
     },
   });
-  return { errors, selectors, rangeCalls };
+  return { errors, selectors, rangeCalls, labelNames };
 }

@@ -45,20 +45,25 @@ export function instanceVariable(): QueryVariableBuilder {
   );
 }
 
-export function clusterVariable(): QueryVariableBuilder {
+export function rayClusterVariable(): QueryVariableBuilder {
   // Serve proxies exist as long as Serve runs, apps or not.
-  return labelVariable('cluster', 'cluster', `label_values(hypha_serve_proxy_status{${sel()}}, cluster)`, 'Ray cluster(s), as named in the exporter configuration.');
+  return labelVariable(
+    'ray_cluster',
+    'Ray cluster',
+    `label_values(hypha_serve_proxy_status{${sel()}}, ray_cluster)`,
+    'Ray cluster(s), as named in the exporter configuration (label ray_cluster).',
+  );
 }
 
 export function appVariable(): QueryVariableBuilder {
-  return labelVariable('app', 'app', `label_values(hypha_serve_app_info{${sel(['cluster'])}}, app)`, 'Ray Serve application(s).');
+  return labelVariable('app', 'app', `label_values(hypha_serve_app_info{${sel(['ray_cluster'])}}, app)`, 'Ray Serve application(s).');
 }
 
 export function workspaceVariable(): QueryVariableBuilder {
   return labelVariable(
     'workspace',
     'workspace',
-    `label_values(hypha_serve_app_registered{${sel(['cluster', 'app'])}}, workspace)`,
+    `label_values(hypha_serve_app_expected_service_info{${sel(['ray_cluster', 'app'])}}, workspace)`,
     'Hypha workspace(s) the apps are expected to register their services in.',
   );
 }

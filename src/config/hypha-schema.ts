@@ -68,8 +68,8 @@ export const hyphaRegistrationSchema = z
     timeout: duration.optional().describe('Deadline of every Hypha call (default: global.timeout).'),
     workspaces: z.array(workspaceName).default([]).describe("Extra workspaces to list each cycle (the connection's workspace and every mapping's are listed anyway)."),
     reconnect_settle: duration
-      .default('20s')
-      .describe('After a (re)connect, an app registered before is not reported missing until this long (its provider re-registers with its own backoff).'),
+      .default('90s')
+      .describe('After a reconnect, an app registered before is not reported missing until this long: its provider re-registers after its own reconnect backoff, which in hypha-rpc grows to 60 s ±10 %.'),
     clusters: z.array(clusterMappingSchema).default([]).describe('Per-cluster mappings; a cluster not listed gets the BioEngine mapping with defaults.'),
     workers: workersSchema.default({ discover: true, services: [], interval: '60s', logs_tail: 0 }),
   })

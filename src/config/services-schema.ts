@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseDuration } from '../util/duration';
 import { credentialRef, duration, labelName, wsOrHttpUrl } from './validators';
+import { clientIdOf } from '../sources/services/holder-field';
 
 // Config fragment `watched_services:` (issue 4). Kept apart from schema.ts so
 // the watched-services feature owns its shape; schema.ts only adds the key.
@@ -43,26 +44,69 @@ export const probeSchema = z.strictObject({
   kwargs: z.record(z.string(), z.unknown()).default({}).describe('Keyword arguments.'),
 });
 
-export const canarySchema = z.strictObject({
-  enabled: z.boolean().default(true),
-  reresolve_after: z
-    .union([duration, z.enum(['never', 'immediately'])])
-    .default('10m')
-    .describe('How long a stale canary is kept (so the alert can fire) before it is resolved anew and counted.'),
-});
+/**
+ * A stale canary is a WITNESS (issue 12 defect 4): the exporter cannot see the
+ * real long-lived clients, so its own stale handle stands for them until the
+ * evidence says they recovered; it is no longer re-resolved after a fixed time.
+ */
+export const canarySchema = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    witness_max: z
+      .union([duration, z.literal('none')])
+      .optional()
+      .describe('Longest a stale canary is kept as the witness, counted from the first cycle it was seen stale; "none" (default) = until the old client id is live again, every configured holder agrees, or an operator releases it.'),
+    released_client_ids: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('Operator release: a witness holding one of these client ids (bare, "ws/client" or "ws/client:svc") is dropped at the next cycle and the canary resolved anew. Safe to leave in place.'),
+    reresolve_after: z
+      .union([duration, z.enum(['never', 'immediately'])])
+      .optional()
+      .describe('Deprecated alias of witness_max: a duration = witness_max, "never" = none, "immediately" = no witness at all (the page cannot fire on the canary).'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.reresolve_after !== undefined && c.witness_max !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['reresolve_after'], message: 'reresolve_after is the deprecated name of witness_max; set only witness_max' });
+    }
+  });
 
-export const holderSchema = z.strictObject({
-  name: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$/, 'must be 1-63 characters of letters, digits, _ . : -')
-    .refine((n) => n !== 'exporter', '"exporter" is the canary\'s holder label')
-    .describe('Value of the `holder` label.'),
-  service: holderServiceRef.describe('Service of the long-lived client that reports its cached id.'),
-  method: methodName,
+/** Holder method names a probe must not call: a probe that times out cancels nothing at the far end. */
+export const MUTATING_METHOD = /^(create|delete|remove|deploy|undeploy|stop|start|restart|run|execute|exec|upload|put|commit|edit|update|set|save|clear|cleanup|reset|kill|shutdown|register|unregister|publish|discard|install|uninstall)(_|$|[A-Z])/;
+
+export const holderProbeSchema = z.strictObject({
+  service: holderServiceRef.optional().describe("Service to call (default: the holder's service)."),
+  method: methodName
+    .refine((m) => !MUTATING_METHOD.test(m), 'holder probes must be read-only (e.g. BioEngine list_apps); this name looks like a write')
+    .describe("Read-only method that goes through the holder's cached proxy of the watched service (BioEngine: list_apps, admin)."),
   args: z.array(z.unknown()).default([]),
   kwargs: z.record(z.string(), z.unknown()).default({}),
-  field: fieldPath.optional().describe('Where the cached id is in the result; omitted = the result itself. A full "ws/client:svc" or "ws/client" is reduced to the client id.'),
+  timeout: duration.optional().describe("Deadline of the call (default: the watched service's timeout)."),
+  interval: duration.optional().describe("Run at most this often (default: every cycle); the holder's calls may be costly (list_apps reads every app artifact)."),
 });
+
+export const holderSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$/, 'must be 1-63 characters of letters, digits, _ . : -')
+      .refine((n) => n !== 'exporter', '"exporter" is the canary\'s holder label')
+      .describe('Value of the `holder` label.'),
+    service: holderServiceRef.describe('Service of the long-lived client (reports its cached id and/or answers the probe).'),
+    method: methodName.optional().describe('Method that returns the cached id (omit for a probe-only holder, e.g. a released BioEngine, which reports no id).'),
+    args: z.array(z.unknown()).default([]),
+    kwargs: z.record(z.string(), z.unknown()).default({}),
+    field: fieldPath.optional().describe('Where the cached id is in the result; omitted = the result itself. A full "ws/client:svc" or "ws/client" is reduced to the client id.'),
+    probe: holderProbeSchema.optional().describe("Read-only call through the holder's cached proxy; its success is part of the witness release."),
+  })
+  .superRefine((h, ctx) => {
+    if (h.method === undefined && h.probe === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['method'], message: 'a holder needs a method that reports its cached id, a probe, or both' });
+    }
+    if (h.method === undefined && h.field !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['field'], message: 'field needs method' });
+    }
+  });
 
 export const watchedServiceSchema = z
   .strictObject({
@@ -73,7 +117,7 @@ export const watchedServiceSchema = z
     probe: probeSchema
       .optional()
       .describe('Probe call made through the cached and the fresh proxy each cycle (default for an artifact manager: list(limit=1, silent=true); otherwise none).'),
-    canary: canarySchema.default({ enabled: true, reresolve_after: '10m' }),
+    canary: canarySchema.default({ enabled: true, released_client_ids: [] }),
     holders: z.array(holderSchema).default([]),
   })
   .superRefine((s, ctx) => {
@@ -92,7 +136,7 @@ export const watchedServiceSchema = z
   });
 
 export const DEFAULT_WATCHED_SERVICES: z.infer<typeof watchedServiceSchema>[] = [
-  { service: 'public/artifact-manager', resolve_mode: 'random', canary: { enabled: true, reresolve_after: '10m' }, holders: [] },
+  { service: 'public/artifact-manager', resolve_mode: 'random', canary: { enabled: true, released_client_ids: [] }, holders: [] },
 ];
 
 export const watchedServicesSchema = z
@@ -123,10 +167,19 @@ export type RawHyphaConnection = z.infer<typeof hyphaConnectionSchema>;
 
 // ------------------------------------------------------------ resolved form
 
-export type CanaryPolicy =
-  | { kind: 'never' }
-  | { kind: 'immediately' }
-  | { kind: 'after'; staleMs: number };
+/**
+ * How long a stale canary stays the witness. `maxMs` undefined = no time
+ * limit; 0 = no witness at all (only via the deprecated reresolve_after:
+ * immediately).
+ */
+export interface CanaryConfig {
+  enabled: boolean;
+  witnessMaxMs?: number;
+  /** Client ids an operator has released (reduced to bare client ids). */
+  releasedClientIds: string[];
+  /** Set when the config used the deprecated key, so the source can say so once. */
+  deprecatedReresolveAfter?: string;
+}
 
 export interface ProbeCall {
   method: string;
@@ -134,13 +187,22 @@ export interface ProbeCall {
   kwargs: Record<string, unknown>;
 }
 
+export interface HolderProbeConfig extends ProbeCall {
+  service: string;
+  timeoutMs: number;
+  /** Minimum time between two probes; 0 = every cycle. */
+  intervalMs: number;
+}
+
 export interface HolderConfig {
   name: string;
   service: string;
-  method: string;
+  /** Reads the cached id; undefined for a probe-only holder. */
+  method?: string;
   args: unknown[];
   kwargs: Record<string, unknown>;
   field?: string[];
+  probe?: HolderProbeConfig;
 }
 
 export interface WatchedServiceConfig {
@@ -152,7 +214,7 @@ export interface WatchedServiceConfig {
   timeoutMs: number;
   resolveMode: (typeof RESOLVE_MODES)[number];
   probe?: ProbeCall;
-  canary: { enabled: boolean; policy: CanaryPolicy };
+  canary: CanaryConfig;
   holders: HolderConfig[];
 }
 
@@ -184,17 +246,16 @@ export function effectiveProbe(service: string, probe: RawWatchedService['probe'
 export function resolveWatchedServices(raw: RawWatchedService[], global: { interval: string; timeout: string }): WatchedServiceConfig[] {
   return raw.map((s): WatchedServiceConfig => {
     const slash = s.service.indexOf('/');
-    const r = s.canary.reresolve_after;
-    const policy: CanaryPolicy = r === 'never' ? { kind: 'never' } : r === 'immediately' ? { kind: 'immediately' } : { kind: 'after', staleMs: ms(r) };
+    const timeoutMs = ms(s.timeout ?? global.timeout);
     return {
       service: s.service,
       workspace: s.service.slice(0, slash),
       serviceId: s.service.slice(slash + 1),
       intervalMs: ms(s.interval ?? global.interval),
-      timeoutMs: ms(s.timeout ?? global.timeout),
+      timeoutMs,
       resolveMode: s.resolve_mode,
       probe: effectiveProbe(s.service, s.probe),
-      canary: { enabled: s.canary.enabled, policy },
+      canary: canaryConfig(s.canary),
       holders: s.holders.map((h) => ({
         name: h.name,
         service: h.service,
@@ -202,7 +263,31 @@ export function resolveWatchedServices(raw: RawWatchedService[], global: { inter
         args: [...h.args],
         kwargs: { ...h.kwargs },
         field: h.field?.split('.'),
+        probe: h.probe && {
+          service: h.probe.service ?? h.service,
+          method: h.probe.method,
+          args: [...h.probe.args],
+          kwargs: { ...h.probe.kwargs },
+          timeoutMs: h.probe.timeout ? ms(h.probe.timeout) : timeoutMs,
+          intervalMs: h.probe.interval ? ms(h.probe.interval) : 0,
+        },
       })),
     };
   });
+}
+
+function canaryConfig(c: RawWatchedService['canary']): CanaryConfig {
+  const out: CanaryConfig = { enabled: c.enabled, releasedClientIds: [] };
+  for (const id of c.released_client_ids) {
+    const cid = clientIdOf(id);
+    if (cid !== undefined) out.releasedClientIds.push(cid);
+  }
+  if (c.witness_max !== undefined && c.witness_max !== 'none') out.witnessMaxMs = ms(c.witness_max);
+  const old = c.reresolve_after;
+  if (old !== undefined) {
+    out.deprecatedReresolveAfter = old;
+    if (old === 'immediately') out.witnessMaxMs = 0;
+    else if (old !== 'never') out.witnessMaxMs = ms(old);
+  }
+  return out;
 }

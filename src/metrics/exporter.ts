@@ -14,6 +14,7 @@ export class ExporterMetrics implements MetricsSection {
   readonly #age;
   readonly #duration;
   readonly #errors;
+  readonly #interval;
   readonly #rss;
   readonly #heap;
   readonly #cpu;
@@ -27,6 +28,7 @@ export class ExporterMetrics implements MetricsSection {
     this.#lastSuccess = gauge(r, 'hypha_serve_source_last_success_timestamp_seconds', 'When the upstream was last sampled successfully (Unix seconds).', SRC);
     this.#age = gauge(r, 'hypha_serve_source_sample_age_seconds', 'Age of the data served for the upstream: now minus the last successful sample.', SRC);
     this.#duration = gauge(r, 'hypha_serve_source_sample_duration_seconds', 'Duration of the last sample attempt of the upstream.', SRC);
+    this.#interval = gauge(r, 'hypha_serve_source_interval_seconds', 'Configured sampling interval of the upstream; a sample age far past it while source_up stays 1 is a stuck sampler.', SRC);
     this.#errors = counter(r, 'hypha_serve_source_errors_total', 'Failed samples of the upstream by reason.', [...SRC, 'reason']);
     // The process's own footprint, in the exporter's namespace (prom-client's default set fails promtool's lint).
     gauge(r, 'hypha_serve_exporter_start_time_seconds', 'When the exporter process started (Unix seconds).', []).set(Math.round(Date.now() / 1000 - process.uptime()));
@@ -41,13 +43,14 @@ export class ExporterMetrics implements MetricsSection {
   }
 
   rebuild(s: Snapshot): void {
-    for (const m of [this.#up, this.#lastSuccess, this.#duration, this.#age]) m.reset();
+    for (const m of [this.#up, this.#lastSuccess, this.#duration, this.#age, this.#interval]) m.reset();
     this.#errors.reset();
     for (const h of sourceHealths(s)) {
       const l = { source: h.source, target: h.target };
       this.#up.set(l, h.up ? 1 : 0);
       if (h.lastSuccessSeconds !== undefined) this.#lastSuccess.set(l, h.lastSuccessSeconds);
       if (h.lastDurationSeconds !== undefined) this.#duration.set(l, h.lastDurationSeconds);
+      if (h.intervalSeconds !== undefined) this.#interval.set(l, h.intervalSeconds);
       for (const reason of SAMPLE_ERROR_REASONS) setCounter(this.#errors, { ...l, reason }, h.errors[reason]);
     }
   }

@@ -1,9 +1,11 @@
 import { Registry } from 'prom-client';
-import { REGISTRATION_STATES } from '../registration/types';
+import { isMissing, REGISTRATION_STATES } from '../registration/types';
 import { APP_STATUSES, Snapshot } from '../snapshot/types';
 import { counter, gauge, MetricsSection, setCounter, setStateSet } from './section';
 
-const APP = ['cluster', 'app'] as const;
+// Identity of a registration is (ray_cluster, app) on a Hypha server: the expected service id is
+// derived and can change while the condition holds (a worker restart), so it lives in an _info series.
+const APP = ['ray_cluster', 'app', 'hypha'] as const;
 
 /**
  * Hypha connection, per-app registration and the BioEngine workers' own view.
@@ -15,6 +17,7 @@ export class HyphaMetrics implements MetricsSection {
   readonly #reconnects;
   readonly #generation;
   readonly #registered;
+  readonly #expected;
   readonly #state;
   readonly #since;
   readonly #mismatch;
@@ -30,47 +33,61 @@ export class HyphaMetrics implements MetricsSection {
       r,
       'hypha_serve_app_registered',
       '1 when the Serve app\'s expected Hypha service is registered (also under another client id), 0 when not. Present only while the Ray and Hypha sources are up.',
-      ['cluster', 'app', 'workspace', 'service'],
+      APP,
+    );
+    this.#expected = gauge(
+      r,
+      'hypha_serve_app_expected_service_info',
+      'The Hypha service the Serve app is expected to register ("ws/client:svc", client "*" while never known); always 1.',
+      [...APP, 'workspace', 'service'],
     );
     this.#state = gauge(r, 'hypha_serve_app_registration_state', 'Registration of the Serve app in Hypha, and why it is missing (state set).', [...APP, 'state']);
-    this.#since = gauge(r, 'hypha_serve_app_unregistered_since_timestamp_seconds', 'Start of the current spell without a Hypha registration (Unix seconds); present only while missing.', APP);
+    this.#since = gauge(r, 'hypha_serve_app_unregistered_since_timestamp_seconds', 'Start of the current spell in which the running app has no Hypha registration (Unix seconds); present only while missing.', APP);
     this.#mismatch = gauge(r, 'hypha_serve_app_registration_client_id_mismatch', '1 when the app\'s service is registered only under a client id other than the expected one.', APP);
     this.#changes = counter(r, 'hypha_serve_app_registration_client_id_changes_total', 'Times the client id registering the app\'s service changed (e.g. proxy replicas re-registering).', APP);
-    this.#workerUp = gauge(r, 'hypha_serve_worker_up', '1 when the BioEngine worker answered get_status in its last cross-check.', ['worker']);
-    this.#workerAppStatus = gauge(r, 'hypha_serve_worker_app_status', 'App status as the BioEngine worker reports it (state set).', ['worker', 'app', 'status']);
+    this.#workerUp = gauge(r, 'hypha_serve_worker_up', '1 when the BioEngine worker answered get_status in its last cross-check.', ['hypha', 'worker']);
+    this.#workerAppStatus = gauge(
+      r,
+      'hypha_serve_worker_app_status',
+      'App status as the BioEngine worker reports it (state set); ray_cluster is empty when the config does not tie the worker to one cluster.',
+      ['hypha', 'worker', 'ray_cluster', 'app', 'status'],
+    );
     this.#workerAppRegistered = gauge(
       r,
       'hypha_serve_worker_app_service_registered',
-      'The BioEngine worker\'s own belief whether the app\'s service is registered; absent when the worker does not say.',
-      ['worker', 'app'],
+      'The BioEngine worker\'s own belief whether the app\'s service is registered; absent when the worker does not say (no released BioEngine does).',
+      ['hypha', 'worker', 'ray_cluster', 'app'],
     );
   }
 
   rebuild(s: Snapshot): void {
-    for (const m of [this.#generation, this.#registered, this.#state, this.#since, this.#mismatch, this.#workerUp, this.#workerAppStatus, this.#workerAppRegistered]) m.reset();
+    for (const m of [this.#generation, this.#registered, this.#expected, this.#state, this.#since, this.#mismatch, this.#workerUp, this.#workerAppStatus, this.#workerAppRegistered]) m.reset();
     this.#reconnects.reset();
     this.#changes.reset();
     const h = s.hypha;
     if (!h) return;
-    setCounter(this.#reconnects, { target: h.target }, h.reconnectsTotal);
-    if (h.generation > 0) this.#generation.set({ target: h.target }, h.generation);
+    const hypha = h.target;
+    setCounter(this.#reconnects, { target: hypha }, h.reconnectsTotal);
+    if (h.generation > 0) this.#generation.set({ target: hypha }, h.generation);
     for (const a of h.apps) {
-      const l = { cluster: a.cluster, app: a.app };
+      const l = { ray_cluster: a.cluster, app: a.app, hypha };
       setCounter(this.#changes, l, a.clientIdChangesTotal);
+      this.#expected.set({ ...l, workspace: a.workspace, service: a.service }, 1);
       const rayUp = s.ray.get(a.cluster)?.health.up === true;
       if (!h.health.up || !rayUp || !a.settled) continue;
-      this.#registered.set({ ...l, workspace: a.workspace, service: a.service }, a.registered ? 1 : 0);
+      this.#registered.set(l, a.registered ? 1 : 0);
       setStateSet(this.#state, l, 'state', REGISTRATION_STATES, a.state);
       this.#mismatch.set(l, a.clientIdMismatch ? 1 : 0);
-      if (!a.registered && a.unregisteredSinceSeconds !== undefined) this.#since.set(l, a.unregisteredSinceSeconds);
+      if (isMissing(a.state) && a.unregisteredSinceSeconds !== undefined) this.#since.set(l, a.unregisteredSinceSeconds);
     }
     if (!h.health.up) return;
     for (const w of h.workers) {
-      this.#workerUp.set({ worker: w.worker }, w.up ? 1 : 0);
+      this.#workerUp.set({ hypha, worker: w.worker }, w.up ? 1 : 0);
       if (!w.up) continue;
       for (const app of w.apps) {
-        setStateSet(this.#workerAppStatus, { worker: w.worker, app: app.app }, 'status', APP_STATUSES, app.status);
-        if (app.serviceRegistered !== undefined) this.#workerAppRegistered.set({ worker: w.worker, app: app.app }, app.serviceRegistered ? 1 : 0);
+        const wl = { hypha, worker: w.worker, ray_cluster: w.rayCluster ?? '', app: app.app };
+        setStateSet(this.#workerAppStatus, wl, 'status', APP_STATUSES, app.status);
+        if (app.serviceRegistered !== undefined) this.#workerAppRegistered.set(wl, app.serviceRegistered ? 1 : 0);
       }
     }
   }

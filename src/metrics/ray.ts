@@ -2,9 +2,10 @@ import { Registry } from 'prom-client';
 import { APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, Snapshot } from '../snapshot/types';
 import { counter, gauge, MetricsSection, setCounter, setStateSet } from './section';
 
-const APP = ['cluster', 'app'] as const;
-const DEP = ['cluster', 'app', 'deployment'] as const;
-const PROXY = ['cluster', 'node_id', 'node_ip'] as const;
+// `ray_cluster`, not `cluster`: multi-cluster Prometheus setups use `cluster` as an external label.
+const APP = ['ray_cluster', 'app'] as const;
+const DEP = ['ray_cluster', 'app', 'deployment'] as const;
+const PROXY = ['ray_cluster', 'node_id', 'node_ip'] as const;
 
 /** Ray Serve application, deployment and proxy state. */
 export class RayMetrics implements MetricsSection {
@@ -40,8 +41,8 @@ export class RayMetrics implements MetricsSection {
     this.#proxyReady = gauge(r, 'hypha_serve_proxy_ready', '1 when the Serve HTTP proxy answers 200 on /-/healthz.', PROXY);
     this.#proxyHead = gauge(r, 'hypha_serve_proxy_head', '1 for the proxy on the controller (head) node, the one that can wake scaled-to-zero apps.', PROXY);
     this.#proxyStatus = gauge(r, 'hypha_serve_proxy_status', 'Controller view of the Serve proxy actor (state set).', [...PROXY, 'status']);
-    this.#dropped = counter(r, 'hypha_serve_cluster_apps_dropped_total', 'Applications left out by the per-cluster max_apps cap, summed over samples.', ['cluster']);
-    this.#malformed = counter(r, 'hypha_serve_cluster_malformed_entries_total', 'Malformed apps, deployments or proxies skipped in Serve API answers.', ['cluster']);
+    this.#dropped = counter(r, 'hypha_serve_cluster_apps_dropped_total', 'Applications left out by the per-cluster max_apps cap, summed over samples.', ['ray_cluster']);
+    this.#malformed = counter(r, 'hypha_serve_cluster_malformed_entries_total', 'Malformed apps, deployments or proxies skipped in Serve API answers.', ['ray_cluster']);
   }
 
   rebuild(s: Snapshot): void {
@@ -52,12 +53,12 @@ export class RayMetrics implements MetricsSection {
     this.#dropped.reset();
     this.#malformed.reset();
     for (const sample of s.ray.values()) {
-      const cluster = sample.cluster;
-      setCounter(this.#dropped, { cluster }, sample.appsDroppedTotal);
-      setCounter(this.#malformed, { cluster }, sample.malformedTotal);
+      const ray_cluster = sample.cluster;
+      setCounter(this.#dropped, { ray_cluster }, sample.appsDroppedTotal);
+      setCounter(this.#malformed, { ray_cluster }, sample.malformedTotal);
       if (!sample.state) continue;
       for (const app of sample.state.apps) {
-        const a = { cluster, app: app.name };
+        const a = { ray_cluster, app: app.name };
         setStateSet(this.#appStatus, a, 'status', APP_STATUSES, app.status);
         this.#appInfo.set({ ...a, route_prefix: app.routePrefix ?? '', source: app.source ?? '' }, 1);
         if (app.lastDeployedSeconds !== undefined) this.#appDeployed.set(a, app.lastDeployedSeconds);
@@ -74,7 +75,7 @@ export class RayMetrics implements MetricsSection {
         }
       }
       for (const p of sample.state.proxies) {
-        const pl = { cluster, node_id: p.nodeId, node_ip: p.nodeIp };
+        const pl = { ray_cluster, node_id: p.nodeId, node_ip: p.nodeIp };
         if (p.ready !== undefined) this.#proxyReady.set(pl, p.ready ? 1 : 0);
         this.#proxyHead.set(pl, p.head ? 1 : 0);
         setStateSet(this.#proxyStatus, pl, 'status', PROXY_STATUSES, p.status);

@@ -14,6 +14,8 @@ export interface ExpectedService {
   serviceId: string;
   /** Label value: "ws/client:svc", client "*" when any. */
   label: string;
+  /** BioEngine: the worker client id the proxy's client id was derived from. */
+  workerClientId?: string;
 }
 
 export const BIOENGINE_PROXY_DEPLOYMENT = 'ProxyDeployment';
@@ -38,16 +40,21 @@ export interface WorkerDirectory {
 /**
  * The worker client id an app's proxy registers under: configured, else what
  * a worker reports for the app (deployed_by_worker_client_id wins: a recovered
- * app keeps the previous worker's id), else the worker that reports the app,
- * else the only worker registered in the workspace.
+ * app keeps the previous worker's id), else the id this app was last derived
+ * from, else the worker that reports the app, else the only worker registered
+ * in the workspace. The last known id ranks above the guesses: while a worker
+ * restarts (new random client id, cross-check not yet answered) or its
+ * get_status fails now and then, guessing would move the expected id
+ * old → * → new → old and restart every pending page.
  */
-export function workerClientIdFor(app: string, workspace: string, configured: string | undefined, dir: WorkerDirectory): string | undefined {
+export function workerClientIdFor(app: string, workspace: string, configured: string | undefined, dir: WorkerDirectory, lastKnown?: string): string | undefined {
   if (configured) return configured;
   const reporting = dir.samples.filter((w) => w.workspace === workspace && w.up);
   for (const w of reporting) {
     const a = w.apps.find((x) => x.app === app);
     if (a?.deployedByWorkerClientId) return a.deployedByWorkerClientId;
   }
+  if (lastKnown) return lastKnown;
   const owner = reporting.find((w) => w.apps.some((x) => x.app === app));
   if (owner) return owner.clientId;
   const registered = dir.registeredWorkers(workspace);
@@ -69,12 +76,13 @@ export function expectedService(
   mapping: ClusterMapping,
   connectionWorkspace: string,
   dir: WorkerDirectory,
+  lastWorkerClientId?: string,
 ): ExpectedService | undefined {
   if (mapping.bioengine.enabled && isBioEngineApp(app)) {
     const workspace = mapping.bioengine.workspace ?? connectionWorkspace;
-    const worker = workerClientIdFor(app.name, workspace, mapping.bioengine.workerClientId, dir);
+    const worker = workerClientIdFor(app.name, workspace, mapping.bioengine.workerClientId, dir, lastWorkerClientId);
     const clientId = worker !== undefined ? bioengineProxyClientId(worker, app.name) : undefined;
-    return { cluster, app: app.name, mapping: 'bioengine', workspace, clientId, serviceId: app.name, label: `${workspace}/${clientId ?? '*'}:${app.name}` };
+    return { cluster, app: app.name, mapping: 'bioengine', workspace, clientId, serviceId: app.name, label: `${workspace}/${clientId ?? '*'}:${app.name}`, workerClientId: worker };
   }
   const t = templateFor(app.name, mapping.templates);
   if (!t) return undefined;

@@ -1,7 +1,7 @@
 import { SERVICEABLE_DEPLOYMENT_STATUSES, ServeApp, ServeDeployment } from '../snapshot/types';
 import type { ServiceInfo } from '../sources/hypha/types';
 import { BIOENGINE_PROXY_DEPLOYMENT, ExpectedService } from './expected';
-import type { AppRegistration, RegistrationState } from './types';
+import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from './types';
 
 /** Providers of an expected service in the current registry view. */
 export interface Match {
@@ -42,6 +42,15 @@ export function matchProviders(exp: ExpectedService, index: ProviderIndex): Matc
 }
 
 const FAILED = ['UNHEALTHY', 'DEPLOY_FAILED'];
+/** App statuses in which Serve has not (or no longer) brought the app up: no registration is due. */
+const NOT_RUNNING = ['NOT_STARTED', 'DEPLOYING', 'DELETING'];
+
+/**
+ * How long a woken app (it was missing at zero, a sibling has replicas again) keeps that cause while
+ * its proxy re-registers: BioEngine registers from check_health, every health_check_period_s = 10 s,
+ * so two periods plus the registration call.
+ */
+export const WAKE_GRACE_SECONDS = 30;
 
 function running(d: ServeDeployment): number {
   return d.replicas.RUNNING ?? 0;
@@ -51,35 +60,37 @@ function serviceable(d: ServeDeployment): boolean {
   return running(d) > 0 || SERVICEABLE_DEPLOYMENT_STATUSES.includes(d.status);
 }
 
+/** What the cause can be told from, besides Serve's view of the app. */
+export interface CauseHistory {
+  /** The exporter saw the app being deployed (or redeployed). */
+  birthObserved: boolean;
+  everRegistered: boolean;
+  /** The missing spell began at a Hypha reconnect. */
+  spellAfterReconnect?: boolean;
+}
+
 /**
- * Why an app is not registered, from Serve's view of it (and whether it was
- * ever registered since the exporter saw it being deployed).
- * Order matters: a failure explains more than idleness does, and an app whose
- * birth was seen and that never registered is the cold-start gate even when it
- * is idle at zero (seed 000, second path).
+ * Why an app is not registered, from Serve's view of it and what the exporter saw of its history.
+ * Order matters: a failure explains more than anything else; an app Serve has not brought up owes
+ * no registration; a spell that began at our own reconnect is explained by nothing in Serve; an app
+ * whose birth was seen and that never registered is the cold-start gate even when idle at zero;
+ * and without history neither of the two incident-1 paths may be claimed.
  */
-export function missingCause(app: ServeApp, birthObserved: boolean, everRegistered: boolean): RegistrationState {
+export function missingCause(app: ServeApp, h: CauseHistory): RegistrationState {
   // The proxy serves BioEngine's registration; the other deployments are what it gates on.
   const siblings = app.deployments.filter((d) => d.name !== BIOENGINE_PROXY_DEPLOYMENT);
   if (FAILED.includes(app.status) || app.deployments.some((d) => FAILED.includes(d.status))) return 'missing_crashed';
+  if (NOT_RUNNING.includes(app.status)) return 'not_running';
   if (app.status !== 'RUNNING') return 'missing_other';
   if (siblings.some((d) => !serviceable(d))) return 'missing_crashed';
-  if (birthObserved && !everRegistered) return 'missing_never_registered';
+  if (h.spellAfterReconnect) return 'missing_after_reconnect';
+  if (h.birthObserved && !h.everRegistered) return 'missing_never_registered';
+  if (!h.birthObserved && !h.everRegistered) return 'missing_history_unknown';
   if (siblings.length > 0 && siblings.some((d) => running(d) === 0)) return 'missing_scaled_to_zero';
   return 'missing_other';
 }
 
-interface History {
-  /** lastDeployedSeconds when first seen; a change is a redeploy. */
-  deployedSeconds?: number;
-  birthObserved: boolean;
-  everRegistered: boolean;
-  registered?: boolean;
-  missingSinceSeconds?: number;
-  providerClientId?: string;
-  clientIdChanges: number;
-  lastEvaluatedSeconds?: number;
-}
+type History = RegistrationHistory;
 
 export interface TrackerInput {
   nowSeconds: number;
@@ -137,48 +148,95 @@ export class RegistrationTracker {
           providerClientId: h?.providerClientId,
           registered: h?.registered,
           lastEvaluatedSeconds: h?.lastEvaluatedSeconds,
+          workerClientId: h?.workerClientId,
         };
         this.#history.set(key, h);
       }
+      if (exp.workerClientId !== undefined) h.workerClientId = exp.workerClientId;
       const m = matchProviders(exp, providers);
       let settled = true;
+      let state: RegistrationState;
       if (m.registered) {
         if (h.providerClientId !== undefined && m.providerClientId !== undefined && h.providerClientId !== m.providerClientId) h.clientIdChanges++;
         h.providerClientId = m.providerClientId;
         h.everRegistered = true;
         h.registered = true;
         h.missingSinceSeconds = undefined;
+        h.spellAfterReconnect = undefined;
+        h.wokeSeconds = undefined;
+        state = 'registered';
       } else if (h.registered === true && settlingAfterReconnect(input)) {
         // Registered before the outage; its provider may still be reconnecting.
         settled = false;
+        state = h.lastState ?? 'registered';
       } else {
-        if (h.missingSinceSeconds === undefined) {
-          // Last seen registered before the reconnect: it has been missing at
-          // least since we could look again, not only since the settle ended.
-          const seenBeforeReconnect = h.registered === true && h.lastEvaluatedSeconds !== undefined && h.lastEvaluatedSeconds < input.connectedSeconds;
+        // Last seen registered before the reconnect: it has been missing at
+        // least since we could look again, not only since the settle ended.
+        const seenBeforeReconnect = input.afterReconnect && h.registered === true && h.lastEvaluatedSeconds !== undefined && h.lastEvaluatedSeconds < input.connectedSeconds;
+        if (h.missingSinceSeconds === undefined && seenBeforeReconnect) h.spellAfterReconnect = true;
+        state = missingCause(app, h);
+        state = this.#wakeGrace(h, state, input.nowSeconds);
+        if (!isMissing(state)) {
+          // Serve has not brought the app up: no registration is due, the spell (if any) ends.
+          h.missingSinceSeconds = undefined;
+          h.spellAfterReconnect = undefined;
+        } else if (h.missingSinceSeconds === undefined) {
           h.missingSinceSeconds = seenBeforeReconnect ? input.connectedSeconds : (input.changeSeenSeconds ?? input.nowSeconds);
         }
         h.registered = false;
       }
-      if (settled) h.lastEvaluatedSeconds = input.nowSeconds;
+      if (settled) {
+        h.lastEvaluatedSeconds = input.nowSeconds;
+        h.lastState = state;
+      }
       out.push({
         cluster,
         app: app.name,
         workspace: exp.workspace,
         service: exp.label,
         registered: m.registered,
-        state: m.registered ? 'registered' : missingCause(app, h.birthObserved, h.everRegistered),
+        state,
         unregisteredSinceSeconds: m.registered || !settled ? undefined : h.missingSinceSeconds,
         clientIdMismatch: m.mismatch,
         clientIdChangesTotal: h.clientIdChanges,
         providerClientId: m.providerClientId,
         settled,
+        history: { ...h },
       });
     }
     for (const key of [...this.#history.keys()]) {
       if (key.startsWith(`${cluster}\u0000`) && !seen.has(key)) this.#history.delete(key);
     }
     return out;
+  }
+
+  /**
+   * A woken app's siblings have replicas again before its proxy re-registers: for that short while
+   * the cause it was missing for still explains it better than "other".
+   */
+  #wakeGrace(h: History, state: RegistrationState, nowSeconds: number): RegistrationState {
+    if (state !== 'missing_other' || h.lastState !== 'missing_scaled_to_zero') {
+      h.wokeSeconds = undefined;
+      return state;
+    }
+    h.wokeSeconds ??= nowSeconds;
+    return nowSeconds - h.wokeSeconds < WAKE_GRACE_SECONDS ? 'missing_scaled_to_zero' : state;
+  }
+
+  /**
+   * Continues the history a predecessor published (a source restarted by a reload): missing spells,
+   * "ever registered" and change counts survive the restart.
+   */
+  seed(apps: readonly AppRegistration[]): void {
+    for (const a of apps) {
+      const key = `${a.cluster}\u0000${a.app}`;
+      if (!this.#history.has(key)) this.#history.set(key, { ...a.history });
+    }
+  }
+
+  /** The worker client id this app's expected service was last derived from. */
+  lastWorkerClientId(cluster: string, app: string): string | undefined {
+    return this.#history.get(`${cluster}\u0000${app}`)?.workerClientId;
   }
 
   /** Forget a cluster entirely (removed from the config). */

@@ -4,12 +4,24 @@ import type { SourceHealth } from '../snapshot/types';
 
 export const REGISTRATION_STATES = [
   'registered',
+  // Not registered while Serve is still (un)deploying it: no registration is due yet, so not missing.
+  'not_running',
   'missing_scaled_to_zero',
   'missing_never_registered',
   'missing_crashed',
+  // Registered before a Hypha outage and not back after reconnect_settle: the spell began at the
+  // exporter's own reconnect, so nothing in Serve's view explains it.
+  'missing_after_reconnect',
+  // Already missing when the exporter started: whether it was ever registered is unknown, so neither
+  // "deregistered at zero" nor "never registered" may be claimed.
+  'missing_history_unknown',
   'missing_other',
 ] as const;
 export type RegistrationState = (typeof REGISTRATION_STATES)[number];
+
+export function isMissing(state: RegistrationState): boolean {
+  return state.startsWith('missing_');
+}
 
 /** Registration of one expected Serve app. */
 export interface AppRegistration {
@@ -21,7 +33,7 @@ export interface AppRegistration {
   service: string;
   registered: boolean;
   state: RegistrationState;
-  /** Start of the current missing spell (Unix seconds); undefined while registered. */
+  /** Start of the current missing spell (Unix seconds); undefined while registered or not_running. */
   unregisteredSinceSeconds?: number;
   /** Registered, but only under a client id other than the expected one. */
   clientIdMismatch: boolean;
@@ -34,6 +46,28 @@ export interface AppRegistration {
    * (reconnect_settle): the registered/state series are withheld, not reported as 0.
    */
   settled: boolean;
+  /** Tracker history carried in the snapshot, so a restarted source (reload) continues it. */
+  history: RegistrationHistory;
+}
+
+/** What an evaluation remembers about one app between evaluations. */
+export interface RegistrationHistory {
+  /** lastDeployedSeconds when first seen; a change is a redeploy. */
+  deployedSeconds?: number;
+  birthObserved: boolean;
+  everRegistered: boolean;
+  registered?: boolean;
+  missingSinceSeconds?: number;
+  /** The current missing spell began at a Hypha reconnect. */
+  spellAfterReconnect?: boolean;
+  providerClientId?: string;
+  clientIdChanges: number;
+  lastEvaluatedSeconds?: number;
+  lastState?: RegistrationState;
+  /** When a scaled-to-zero app was first seen with replicas again (its proxy re-registers shortly). */
+  wokeSeconds?: number;
+  /** Last worker client id the expected service was derived from (kept through a worker restart). */
+  workerClientId?: string;
 }
 
 /** What a BioEngine worker says (get_status / get_app_status). */
@@ -56,6 +90,11 @@ export interface WorkerSample {
   /** Per app; empty when get_app_status failed or was refused. */
   apps: WorkerApp[];
   lastSuccessSeconds?: number;
+  /**
+   * The Ray cluster this worker serves, when the config says so: a mapping pins its client id,
+   * or it is the only cluster mapped to its workspace. Undefined = unattributable.
+   */
+  rayCluster?: string;
 }
 
 export interface HyphaSample {

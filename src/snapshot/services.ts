@@ -10,8 +10,14 @@ export type CallOutcome = 'ok' | 'timeout' | 'not_found' | 'never_sent' | 'error
 export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'timeout', 'not_found', 'never_sent', 'error'];
 
 /** cached = the proxy resolved once and kept; fresh = resolved on the current connection this cycle. */
-export type CallVia = 'cached' | 'fresh';
-export const CALL_VIAS: readonly CallVia[] = ['cached', 'fresh'];
+export type ProbeVia = 'cached' | 'fresh';
+export const CALL_VIAS: readonly ProbeVia[] = ['cached', 'fresh'];
+/** Histogram `via`: the two probe paths, plus `holder` = a call to a holder that goes through ITS cached proxy. */
+export type CallVia = ProbeVia | 'holder';
+
+/** Why a witness (stale canary) ended. Closed set: it is a label value. */
+export type WitnessReleaseReason = 'returned' | 'holders_agree' | 'max_age' | 'operator';
+export const WITNESS_RELEASE_REASONS: readonly WitnessReleaseReason[] = ['returned', 'holders_agree', 'max_age', 'operator'];
 
 /** Holder label of the exporter's own long-lived proxy. */
 export const CANARY_HOLDER = 'exporter';
@@ -36,13 +42,15 @@ export interface DurationHistogram {
 export interface CallSeries {
   method: string;
   via: CallVia;
+  /** Holder name, for via="holder" only. */
+  holder?: string;
   outcome: CallOutcome;
   histogram: DurationHistogram;
 }
 
 /** The last probe through one kind of proxy. */
 export interface ProbeResult {
-  via: CallVia;
+  via: ProbeVia;
   method: string;
   outcome: CallOutcome;
   seconds: number;
@@ -51,6 +59,27 @@ export interface ProbeResult {
   /** Concise, secret-free error text (status page, logs, tests). */
   error?: string;
   atSeconds: number;
+  /** Fresh path only: providers tried this cycle (1 = the first resolution answered). */
+  attempts?: number;
+}
+
+/** The last probe of a holder: a call to the holder that goes through its cached proxy of the service. */
+export interface HolderProbeResult {
+  holder: string;
+  method: string;
+  outcome: CallOutcome;
+  seconds: number;
+  error?: string;
+  atSeconds: number;
+}
+
+/** The exporter's own long-lived proxy, as a restarted source continues it. */
+export interface CanaryRecord {
+  fullId: string;
+  clientId: string;
+  sinceSeconds: number;
+  /** Set while the canary is the witness: since when its id has not been among the live providers. */
+  staleSinceSeconds?: number;
 }
 
 /** A client id some long-lived client keeps for the service. */
@@ -88,7 +117,20 @@ export interface WatchedServiceSample {
   /** Cumulative per (method, via, outcome). */
   calls: CallSeries[];
   /** Last probe per via (absent: not probed yet, or no canary to probe through). */
-  lastProbes: Partial<Record<CallVia, ProbeResult>>;
+  lastProbes: Partial<Record<ProbeVia, ProbeResult>>;
+  // The fields below are optional so that samples built by hand (tests, older code) stay valid.
+  /** The canary, kept while the source is down too, so a reload continues the witness. */
+  canary?: CanaryRecord;
+  /** The last provider set that could be listed (kept while down), for change detection across a reload. */
+  knownProviders?: string[];
+  /** Configured holders: 0 means the exporter sees no real client and its canary is the only witness. */
+  holdersConfigured?: number;
+  /** canary.witness_max in seconds; undefined = no time limit. */
+  witnessMaxSeconds?: number;
+  /** Cumulative witness endings by reason. */
+  witnessReleasesTotal?: Partial<Record<WitnessReleaseReason, number>>;
+  /** Last probe per holder that has one (kept while down for the carry-over, exported only while up). */
+  holderProbes?: HolderProbeResult[];
 }
 
 export function emptyHistogram(): DurationHistogram {

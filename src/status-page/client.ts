@@ -227,7 +227,7 @@ export function statusPageClient(win: Window): void {
       const r = a.registration;
       const w = a.worker_view;
       if (r) {
-        const sev = r.state === 'registered' ? (r.client_id_mismatch ? 'warning' : 'ok') : r.state.startsWith('missing') ? 'critical' : 'unknown';
+        const sev = r.state === 'registered' ? (r.client_id_mismatch ? 'warning' : 'ok') : r.state.startsWith('missing') ? 'critical' : r.state === 'not_running' ? 'warning' : 'unknown';
         const regCell = td('Registration', badge(r.state, sev), el('div', 'why', r.cause));
         if (r.client_id) addTo(regCell, el('div', 'why', 'client ', mono(r.client_id), r.client_id_mismatch ? ' (not the expected client id)' : ''));
         cells.push(td('Hypha service', mono(r.expected_service_id)), regCell, td('Missing since', timeEl(r.missing_since)));

@@ -39,7 +39,8 @@ export function registrationInput(s: Snapshot): RegistrationInput | undefined {
     if (known && a.unregisteredSinceSeconds !== undefined) out.missingSinceSeconds = a.unregisteredSinceSeconds;
     if (a.providerClientId !== undefined) out.clientId = a.providerClientId;
     if (known) out.clientIdMismatch = a.clientIdMismatch;
-    const w = h.workers.find((x) => x.apps.some((y) => y.app === a.app));
+    // Only a worker tied to this app's cluster speaks for it: another cluster may run an app of the same name.
+    const w = h.workers.find((x) => x.rayCluster === a.cluster && x.apps.some((y) => y.app === a.app));
     const wa = w?.apps.find((y) => y.app === a.app);
     if (w && wa) out.worker = { worker: w.worker, up: w.up, appStatus: wa.status, ...(wa.serviceRegistered !== undefined ? { serviceRegistered: wa.serviceRegistered } : {}) };
     return out;
@@ -52,7 +53,10 @@ const CAUSES: Record<string, string> = {
   missing_scaled_to_zero: 'not in Hypha while every deployment is idle at zero replicas: deregistered for being scaled to zero',
   missing_never_registered: 'never registered since it was first seen, although Serve runs it',
   missing_crashed: 'not in Hypha and a deployment is crashed (UNHEALTHY, DEPLOY_FAILED, or no replica while not serviceable)',
+  missing_after_reconnect: 'registered before the exporter lost Hypha, and not back since it reconnected (past reconnect_settle): the provider did not re-register',
+  missing_history_unknown: 'not in Hypha since the exporter started; whether it was ever registered (deregistered or never registered) is unknown',
   missing_other: 'not in Hypha, and Serve shows no reason for it',
+  not_running: 'not registered while Serve has not brought the app up (NOT_STARTED, DEPLOYING, DELETING): none is due yet',
   unknown: 'unknown while the Ray or the Hypha source is down',
 };
 

@@ -1,4 +1,4 @@
-import type { CallVia, WatchedServiceSample } from '../snapshot/services';
+import { CANARY_HOLDER, ProbeVia, WatchedServiceSample } from '../snapshot/services';
 import type { Snapshot } from '../snapshot/types';
 import type { ProbeV1, Severity, WatchedServiceV1 } from './model';
 import { severityRank, worst } from './severity';
@@ -9,7 +9,7 @@ export interface ServicesView {
   services: WatchedServiceV1[];
 }
 
-const VIAS: readonly CallVia[] = ['cached', 'fresh'];
+const VIAS: readonly ProbeVia[] = ['cached', 'fresh'];
 
 export function servicesView(s: Snapshot): ServicesView {
   if (!s.services) return { enabled: false, services: [] };
@@ -32,7 +32,13 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
   if (w.resolvedClientId === undefined && w.resolveError && (w.providers?.length ?? 0) > 0) flag('warning', `fresh resolve failed: ${w.resolveError}`);
   for (const c of w.cached) {
     if (c.stale === true) flag('critical', `${c.holder} holds stale client id ${c.clientId ?? '?'} (not among the live providers)`);
+    if (c.stale === true && c.holder === CANARY_HOLDER && w.holdersConfigured !== undefined) problems.push(witnessText(w));
     if (c.error) flag('warning', `${c.holder} could not be read: ${c.error}`);
+  }
+  if (w.health.up) {
+    for (const p of w.holderProbes ?? []) {
+      if (p.outcome !== 'ok') flag('critical', `call through ${p.holder}'s cached proxy (${p.method}): ${p.outcome} after ${p.seconds.toFixed(2)} s`);
+    }
   }
   const probes: ProbeV1[] = [];
   for (const via of VIAS) {
@@ -43,6 +49,7 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
     if (p.error !== undefined) probe.error = p.error;
     probes.push(probe);
     if (p.outcome !== 'ok') flag('critical', `call via ${via} proxy: ${p.outcome} after ${p.seconds.toFixed(2)} s`);
+    else if (via === 'fresh' && (p.attempts ?? 1) > 1) flag('warning', `fresh probe needed ${p.attempts} providers: a listed provider did not answer`);
   }
   const out: WatchedServiceV1 = {
     service: w.service,
@@ -64,4 +71,16 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
   };
   if (w.lastChangeSeconds !== undefined) out.last_change_at = w.lastChangeSeconds;
   return out;
+}
+
+/** What the exporter can and cannot know about a stale canary, in one line (docs/watched-services.md). */
+function witnessText(w: WatchedServiceSample): string {
+  const ends = ['its client id is a live provider again'];
+  if ((w.holdersConfigured ?? 0) > 0) ends.push(`all ${w.holdersConfigured} configured holder(s) report a live id and pass their probe`);
+  ends.push('an operator lists it in canary.released_client_ids');
+  if (w.witnessMaxSeconds !== undefined) ends.push(`canary.witness_max (${w.witnessMaxSeconds} s) passes`);
+  const seen = (w.holdersConfigured ?? 0) === 0
+    ? 'no holders are configured, so the exporter cannot see whether the real long-lived clients recovered'
+    : 'the configured holders are the only real clients the exporter can see';
+  return `the exporter's stale canary is kept as the witness: ${seen}; it ends when ${ends.join(', or ')}`;
 }

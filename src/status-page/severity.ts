@@ -27,6 +27,7 @@ export function appStatusSeverity(status: string): Severity {
 export function registrationSeverity(state: string, mismatch = false): Severity {
   if (state === 'registered') return mismatch ? 'warning' : 'ok';
   if (state.startsWith('missing')) return 'critical';
+  if (state === 'not_running') return 'warning';
   return 'unknown';
 }
 

@@ -1,16 +1,23 @@
 """A stand-alone BioEngine-like registrant (Python, real hypha-rpc from .venv/hypha).
 
-Registers `{workspace}/{prefix}-{sha1(app)[:8]}:{app}` (type bioengine-app,
-visibility public) exactly like a BioEngine ProxyDeployment, then waits:
-  SIGUSR1 -> unregister_service(app)   (prints "UNREGISTERED")
-  SIGUSR2 -> register again            (prints "REGISTERED <full id>")
-  SIGTERM -> disconnect and exit 0     (Hypha then drops the client's services)
+Registers what a BioEngine 0.16.1 ProxyDeployment registers
+(aicell-lab/bioengine bioengine/apps/proxy_deployment.py `_register_services`):
+  `{workspace}/{prefix}-{sha1(app)[:8]}:{app}`      type bioengine-app, public
+  `{workspace}/{prefix}-{sha1(app)[:8]}:{app}-rtc`  no type (Hypha: generic), public,
+        as hypha-rpc's register_rtc_service does when aiortc is installed
+        (upstream's proxy runtime_env installs it; --no-rtc: a proxy without it)
+Like upstream, every registration first disconnects and then reconnects under
+the same client id; deregistration unregisters both services and keeps the
+connection. Controlled by signals:
+  SIGUSR1 -> deregister                 (prints "UNREGISTERED")
+  SIGUSR2 -> disconnect, connect, register (prints "REGISTERED <full id>")
+  SIGTERM -> deregister, disconnect, exit 0 (prints "DISCONNECTED")
 
 The token is read from the file named by --token-file (never from argv, so it
 does not show in `ps` or in logs).
 
     .venv/hypha/bin/python test/harness/bioengine_proxy.py --server-url URL \
-        --token-file F [--workspace WS] --prefix PREFIX --app APP
+        --token-file F [--workspace WS] --prefix PREFIX --app APP [--no-rtc]
 """
 import argparse
 import asyncio
@@ -33,6 +40,7 @@ async def main() -> int:
     p.add_argument("--prefix", required=True)
     p.add_argument("--app", required=True)
     p.add_argument("--type", default="bioengine-app")
+    p.add_argument("--no-rtc", dest="rtc", action="store_false")
     a = p.parse_args()
 
     cfg = {"server_url": a.server_url, "client_id": client_id_for(a.prefix, a.app)}
@@ -41,9 +49,20 @@ async def main() -> int:
             cfg["token"] = f.read().strip()
     if a.workspace:
         cfg["workspace"] = a.workspace
-    server = await connect_to_server(cfg)
+    state = {"server": None, "ids": []}
+
+    async def disconnect() -> None:
+        server, state["server"] = state["server"], None
+        if server is not None:
+            try:
+                await asyncio.wait_for(server.disconnect(), timeout=2.0)
+            except Exception as e:  # noqa: BLE001 - upstream only warns
+                print(f"WARN disconnect: {e}", flush=True)
 
     async def register() -> None:
+        await disconnect()
+        server = await connect_to_server(cfg)
+        state["server"] = server
         info = await server.register_service(
             {
                 "id": a.app,
@@ -51,14 +70,26 @@ async def main() -> int:
                 "type": a.type,
                 "config": {"visibility": "public", "require_context": True},
                 "get_load": lambda context=None: 0.0,
+                "get_num_pcs": lambda context=None: 0,
                 "ping": lambda context=None: "pong",
-            },
-            {"overwrite": True},
+            }
         )
+        state["ids"] = [info["id"]]
+        if a.rtc:
+
+            async def offer(*args, context=None, **kwargs):
+                raise RuntimeError("WebRTC offers are not served by the test stand-in")
+
+            rtc = await server.register_service(
+                {"id": f"{a.app}-rtc", "config": {"visibility": "public", "require_context": True}, "offer": offer}
+            )
+            state["ids"].append(rtc["id"])
         print(f"REGISTERED {info['id']}", flush=True)
 
     async def unregister() -> None:
-        await server.unregister_service(a.app)
+        for sid in state["ids"]:
+            await state["server"].unregister_service(sid)
+        state["ids"] = []
         print("UNREGISTERED", flush=True)
 
     await register()
@@ -81,7 +112,12 @@ async def main() -> int:
     task = asyncio.create_task(worker())
     await stop.wait()
     task.cancel()
-    await server.disconnect()
+    if state["ids"] and state["server"] is not None:
+        try:
+            await unregister()
+        except Exception as e:  # noqa: BLE001 - as upstream's __del__, best effort
+            print(f"WARN deregister: {e}", flush=True)
+    await disconnect()
     print("DISCONNECTED", flush=True)
     return 0
 

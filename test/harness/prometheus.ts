@@ -1,9 +1,18 @@
 /**
- * A real Prometheus (the Debian package's /usr/bin/prometheus) for integration and e2e tests:
- * it scrapes the given targets, evaluates the given rule files, optionally sends alerts to an
- * Alertmanager, listens on a free loopback port, keeps its TSDB in a private temp dir, and is
- * ended by PID (stop() also removes the temp dir).
+ * A real Prometheus for integration and e2e tests: Debian's /usr/bin/prometheus (2.42) by default,
+ * or any other build, e.g. Prometheus 3 from scripts/setup-prometheus3.sh (see
+ * prometheus-versions.ts). It scrapes the given targets, evaluates the given rule files, optionally
+ * sends alerts to an Alertmanager, listens on a free loopback port, keeps its TSDB in a private
+ * temp dir, and is ended by PID (stop() also removes the temp dir).
+ *
+ * What differs between 2.42 and 3.x and matters here: 3.x refuses a scrape whose Content-Type it
+ * does not know unless the scrape config names a fallback_scrape_protocol (a key 2.42's strict
+ * config loader rejects, so it is written only for 3.x); 3.x has no embedded web UI in a
+ * module-proxy build but the same HTTP API, /-/ready and /-/reload (--web.enable-lifecycle still
+ * exists); 3.x validates names as UTF-8 by default (the exporter's names are legacy-valid either way);
+ * Alertmanager API v1 is gone in 3.x (we always use v2).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +37,21 @@ export interface ScrapeTarget {
   scrapeInterval?: string;
   /** Default: the scrape interval, capped at 10s by Prometheus' own rule (timeout ≤ interval). */
   scrapeTimeout?: string;
+  /**
+   * Prometheus 3 only: the format assumed when the target's Content-Type is missing or unknown
+   * (3.x otherwise fails the scrape; 2.x always falls back to the text format, so this is not
+   * written for 2.x).
+   */
+  fallbackScrapeProtocol?: 'PrometheusText0.0.4' | 'PrometheusText1.0.0' | 'OpenMetricsText0.0.1' | 'OpenMetricsText1.0.0' | 'PrometheusProto';
+}
+
+/** A Prometheus build's version, from `prometheus --version`. */
+export interface PrometheusBuildVersion {
+  major: number;
+  minor: number;
+  patch: number;
+  /** e.g. "2.42.0+ds" or "3.16.0". */
+  raw: string;
 }
 
 export interface PrometheusOptions {
@@ -119,6 +143,9 @@ export interface PrometheusServer {
   configFile: string;
   dataDir: string;
   proc: Proc;
+  /** The binary that runs and its version. */
+  binary: string;
+  version: PrometheusBuildVersion;
   /** Instant query (POST /api/v1/query) at `time` (Unix seconds; default now). Throws PrometheusQueryError when rejected. */
   query(expr: string, time?: number): Promise<QueryResult>;
   /** Range query (POST /api/v1/query_range); times in Unix seconds, step in seconds. */
@@ -139,7 +166,22 @@ export interface PrometheusServer {
   stop(): Promise<void>;
 }
 
-function renderConfig(opts: PrometheusOptions): string {
+const versionCache = new Map<string, PrometheusBuildVersion>();
+
+/** The version a Prometheus binary reports (cached per path). Throws if it reports none. */
+export function prometheusBuildVersion(binary: string): PrometheusBuildVersion {
+  const hit = versionCache.get(binary);
+  if (hit) return hit;
+  const out = execFileSync(binary, ['--version'], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  // "prometheus, version 2.42.0+ds (branch: ..." — an unstamped `go install` build prints "version  (".
+  const m = /version (\d+)\.(\d+)\.(\d+)(\S*)/.exec(out);
+  if (!m) throw new Error(`${binary} --version reports no version (a build without -ldflags -X ...version.Version?): ${out.split('\n')[0]}`);
+  const v = { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]), raw: `${m[1]}.${m[2]}.${m[3]}${m[4]}` };
+  versionCache.set(binary, v);
+  return v;
+}
+
+function renderConfig(opts: PrometheusOptions, version: PrometheusBuildVersion): string {
   const scrapeInterval = opts.scrapeInterval ?? '1s';
   const config: Record<string, unknown> = {
     global: {
@@ -161,6 +203,7 @@ function renderConfig(opts: PrometheusOptions): string {
       ...(t.metricsPath ? { metrics_path: t.metricsPath } : {}),
       ...(t.params ? { params: t.params } : {}),
       ...(t.honorLabels !== undefined ? { honor_labels: t.honorLabels } : {}),
+      ...(t.fallbackScrapeProtocol && version.major >= 3 ? { fallback_scrape_protocol: t.fallbackScrapeProtocol } : {}),
       static_configs: [{ targets: t.targets, ...(t.labels ? { labels: t.labels } : {}) }],
     })),
   };
@@ -209,12 +252,13 @@ interface ApiEnvelope<T> {
 export async function startPrometheus(opts: PrometheusOptions): Promise<PrometheusServer> {
   const binary = opts.binary ?? process.env.PROMETHEUS_BIN ?? DEFAULT_PROMETHEUS_BIN;
   if (!fs.existsSync(binary)) throw new Error(`prometheus not found at ${binary} (run scripts/setup.sh)`);
+  const version = prometheusBuildVersion(binary);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prometheus-'));
   const dataDir = path.join(dir, 'data');
   fs.mkdirSync(dataDir);
   const configFile = path.join(dir, 'prometheus.yml');
   let current: PrometheusOptions = opts;
-  fs.writeFileSync(configFile, renderConfig(current));
+  fs.writeFileSync(configFile, renderConfig(current, version));
 
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -279,6 +323,8 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
     configFile,
     dataDir,
     proc,
+    binary,
+    version,
     async query(expr, time) {
       const form: Record<string, string> = { query: expr };
       if (time !== undefined) form.time = String(time);
@@ -320,7 +366,7 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
     },
     async reload(changes) {
       current = { ...current, ...changes };
-      fs.writeFileSync(configFile, renderConfig(current));
+      fs.writeFileSync(configFile, renderConfig(current, version));
       const r = await fetch(`${url}/-/reload`, { method: 'POST', signal: AbortSignal.timeout(30_000) });
       if (r.status !== 200) throw new Error(`Prometheus reload failed: HTTP ${r.status}: ${(await r.text()).slice(0, 1000)}`);
     },

@@ -1,9 +1,10 @@
 // Every query of every dashboard, run by a real Prometheus (Debian 2.42) that scrapes the real
 // exporter (the CLI) every second with the shipped rules loaded, while the exporter watches a real
 // Ray Serve 2.60 and a real Hypha 0.21.137 with its artifact manager (moto S3). On Ray: a plain
-// Serve app and two BioEngine-shaped apps whose proxies register themselves in that Hypha (one
-// fixed, one with the deregister-at-zero bug, held at one replica until its fault); in Hypha: a
-// BioEngine worker stand-in reporting on those apps. Template variables are substituted as
+// Serve app and two BioEngine-shaped apps whose proxies register themselves in that Hypha as
+// BioEngine 0.16.1's do (one pinned at min_replicas 1, one at min_replicas 0 held at one replica
+// until its fault, when it idles at zero and its proxy deregisters); in Hypha: a BioEngine worker
+// stand-in reporting on those apps. Names are those of metric contract v0.2 (label ray_cluster). Template variables are substituted as
 // Grafana would. Each query must parse and return data in the healthy state, except those in
 // dashboards/empty-when-healthy.ts, which must be empty then and return data once their fault is
 // induced later in the same run. The last test checks that no query went unverified.
@@ -29,7 +30,7 @@ jest.setTimeout(900_000);
 const JOB = 'hypha-serve-exporter';
 const CLUSTER = 'test';
 const PLAIN_APP = 'two-step';
-const FIXED_APP = 'be-fixed';
+const PINNED_APP = 'be-pinned';
 const BUGGY_APP = 'be-buggy';
 const FAILED_APP = rayAppConfig('bad-import.yaml').applications[0].name;
 const WATCHED = 'public/artifact-manager';
@@ -89,14 +90,17 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
 
   /** The Serve config of this run; the buggy app's Model is held at one replica until its fault. */
   function serveConfig(o: { buggyDownscaleS: number; extra?: ServeAppConfig[] }): ServeDeployConfig {
-    const be = (name: string, behaviour: 'fixed' | 'buggy_deregister_at_zero', downscaleDelayS?: number) =>
-      bioengineApp({ name, behaviour, hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, downscaleDelayS });
-    return { applications: [...rayAppConfig('two-step.yaml').applications, be(FIXED_APP, 'fixed'), be(BUGGY_APP, 'buggy_deregister_at_zero', o.buggyDownscaleS), ...(o.extra ?? [])] };
+    const be = (name: string, downscaleDelayS: number, minReplicas: number) =>
+      bioengineApp({ name, behaviour: 'upstream', hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, downscaleDelayS, minReplicas });
+    return { applications: [...rayAppConfig('two-step.yaml').applications, be(PINNED_APP, 2, 1), be(BUGGY_APP, o.buggyDownscaleS, 0), ...(o.extra ?? [])] };
   }
 
-  /** What a BioEngine worker says about the apps it deployed. */
+  /**
+   * What a BioEngine worker says about the apps it deployed. No release reports service_registered;
+   * the stand-in does, as a future worker would, so the panel that shows it has data.
+   */
   const workerReport = (buggyRegistered: boolean): Record<string, WorkerAppReport> => ({
-    [FIXED_APP]: { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: BIOENGINE_PREFIX },
+    [PINNED_APP]: { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: BIOENGINE_PREFIX },
     [BUGGY_APP]: { status: 'RUNNING', service_registered: buggyRegistered, deployed_by_worker_client_id: BIOENGINE_PREFIX },
   });
 
@@ -109,7 +113,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
   };
   const notRegisteredStat = () => panelValues('hypha-serve-overview', 'Apps RUNNING but not registered');
   const staleStat = () => panelValues('hypha-serve-service-identity', 'Stale cached proxies');
-  const registration = (app: string, state: string) => inProm(`hypha_serve_app_registration_state{job="${JOB}",cluster="${CLUSTER}",app="${app}",state="${state}"} == 1`);
+  const registration = (app: string, state: string) => inProm(`hypha_serve_app_registration_state{job="${JOB}",ray_cluster="${CLUSTER}",app="${app}",state="${state}"} == 1`);
 
   /**
    * Series count of one query, or the error Prometheus gave. Panels that Grafana queries over a
@@ -158,7 +162,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     expect(await expectData(qs, ALL, `fault/${scenario}`, 30_000)).toEqual([]);
   }
 
-  const ALL: VariableValues = { job: { all: true }, instance: { all: true }, cluster: { all: true }, app: { all: true }, workspace: { all: true }, service: { all: true }, holder: { all: true } };
+  const ALL: VariableValues = { job: { all: true }, instance: { all: true }, ray_cluster: { all: true }, app: { all: true }, workspace: { all: true }, service: { all: true }, holder: { all: true } };
 
   beforeAll(async () => {
     [ray, hypha] = await Promise.all([startRay(), startHypha({ enableS3: true, serverId: HYPHA_SERVER_ID })]);
@@ -181,9 +185,9 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
 
     await waitFor('all apps RUNNING in Prometheus', async () => {
       const v = await prom.vector(`hypha_serve_app_status{job="${JOB}",status="RUNNING"} == 1`);
-      return [PLAIN_APP, FIXED_APP, BUGGY_APP].every((a) => v.some((s) => s.metric.app === a));
+      return [PLAIN_APP, PINNED_APP, BUGGY_APP].every((a) => v.some((s) => s.metric.app === a));
     }, 300_000, 1_000);
-    await waitFor('both BioEngine apps registered in Prometheus', async () => (await registration(FIXED_APP, 'registered')) && (await registration(BUGGY_APP, 'registered')), 240_000, 1_000);
+    await waitFor('both BioEngine apps registered in Prometheus', async () => (await registration(PINNED_APP, 'registered')) && (await registration(BUGGY_APP, 'registered')), 240_000, 1_000);
     await waitFor('the worker and the artifact manager seen', async () =>
       (await inProm(`hypha_serve_worker_up{job="${JOB}"} == 1`)) && (await inProm(`hypha_serve_service_probe_success{job="${JOB}",service="${WATCHED}",via="cached"} == 1`)), 60_000, 1_000);
     // Rates need two samples in their window, recorded series a few evaluations.
@@ -229,23 +233,23 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
   });
 
   it('healthy, one concrete value per variable (escaped like Grafana does): the same queries return data', async () => {
-    const ws = await prom.vector(`hypha_serve_app_registered{job="${JOB}",app="${FIXED_APP}"}`);
+    const ws = await prom.vector(`hypha_serve_app_expected_service_info{job="${JOB}",app="${PINNED_APP}"}`);
     expect(ws.length).toBe(1);
     // The BioEngine app, not the plain one: it has a registration and a worker's view as well.
     const one: VariableValues = {
-      job: { value: JOB }, instance: { value: instance }, cluster: { value: CLUSTER }, app: { value: FIXED_APP },
+      job: { value: JOB }, instance: { value: instance }, ray_cluster: { value: CLUSTER }, app: { value: PINNED_APP },
       workspace: { value: ws[0].metric.workspace }, service: { value: WATCHED }, holder: { value: 'exporter' },
     };
     expect(await expectData(REQUIRED, one, 'healthy/one', 30_000)).toEqual([]);
   });
 
-  it('fault "app-unregistered" (the buggy proxy deregisters when its Model idles at zero): its queries return data', async () => {
+  it('fault "app-unregistered" (the 0.16.1 proxy deregisters when its Model idles at zero): its queries return data', async () => {
     expect(await registration(BUGGY_APP, 'registered')).toBe(true);
     // A lightweight update (autoscaling only): the Model goes to zero, the buggy proxy deregisters.
     await ray.deploy(serveConfig({ buggyDownscaleS: 2 }));
     worker.setApps(workerReport(false));
     await waitFor(`${BUGGY_APP} missing_scaled_to_zero in Prometheus`, () => registration(BUGGY_APP, 'missing_scaled_to_zero'), 180_000, 1_000);
-    expect(await registration(FIXED_APP, 'registered')).toBe(true);
+    expect(await registration(PINNED_APP, 'registered')).toBe(true);
     await expectFaultData('app-unregistered');
     await waitFor('the overview counts the app', async () => (await notRegisteredStat())[0] === 1, 10_000, 1_000);
   });
@@ -261,7 +265,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
       return now.length > 0 && !now.includes(before[0]);
     }, 120_000, 1_000);
     // The exporter's canary still addresses the old client.
-    await waitFor('cached proxy stale', () => inProm(`service_holder:hypha_serve_service_cached_stale:max{job="${JOB}",service="${WATCHED}",holder="exporter"} == 1`), 60_000, 1_000);
+    await waitFor('cached proxy stale', () => inProm(`hypha_serve_service_cached_stale{job="${JOB}",service="${WATCHED}",holder="exporter"} == 1`), 60_000, 1_000);
     await expectFaultData('service-reregistered');
     expect(await staleStat()).toEqual([1]);
   });

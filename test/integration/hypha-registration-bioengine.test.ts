@@ -1,21 +1,25 @@
 // Seed 000 end to end: real Ray Serve apps whose ProxyDeployment registers
-// itself in a real Hypha server (test/ray-apps/bioengine_like.py), one per
-// proxy behaviour, and the exporter's registration state for each.
+// itself in a real Hypha server the way BioEngine 0.16.1's does
+// (test/ray-apps/bioengine_like.py; its fidelity: bioengine-standin.test.ts),
+// and the exporter's registration state (contract v0.2) for each: deregistered
+// at zero, never registered (deployed at zero), and pinned at min_replicas 1.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Exporter } from '../../src/exporter';
 import { HyphaMetrics } from '../../src/metrics/hypha';
 import { planHyphaRegistration } from '../../src/sources/hypha/planner';
 import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
+import { bioengineApp, bioengineServiceIds, callViaDeploymentHandle } from '../helpers/bioengine-apps';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
-import { bioengineClientId, startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
+import { startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
 import { artifactsDir, waitFor } from '../harness/proc';
-import { RayCluster, rayAppConfig, ServeAppConfig, startRay } from '../harness/ray';
+import { RayCluster, startRay } from '../harness/ray';
 
 jest.setTimeout(900_000);
 
 const PREFIX = 'wk-be-test';
+const STATES = ['registered', 'not_running', 'missing_scaled_to_zero', 'missing_never_registered', 'missing_crashed', 'missing_after_reconnect', 'missing_history_unknown', 'missing_other'];
 
 describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
   let ray: RayCluster;
@@ -28,25 +32,14 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
   const scrape = () => exporter.metrics.render();
   const state = async (app: string) => {
     const t = await scrape();
-    for (const s of ['registered', 'missing_scaled_to_zero', 'missing_never_registered', 'missing_crashed', 'missing_other']) {
+    for (const s of STATES) {
       if (seriesValue(t, 'hypha_serve_app_registration_state', { app, state: s }) === 1) return s;
     }
     return undefined;
   };
 
-  function app(name: string, behaviour: string, initialReplicas: number | null, downscaleDelayS: number): ServeAppConfig {
-    const base = rayAppConfig('bioengine-like.yaml').applications[0];
-    const deployments = (base.deployments ?? []).map((d) => {
-      if (d.name === 'ProxyDeployment') {
-        return { ...d, user_config: { behaviour, poll_s: 1, server_url: hypha.url, token_file: tokenFile, client_id_prefix: PREFIX } };
-      }
-      const ac: Record<string, unknown> = { ...(d.autoscaling_config as Record<string, unknown>), downscale_delay_s: downscaleDelayS, downscale_to_zero_delay_s: downscaleDelayS };
-      if (initialReplicas === null) delete ac.initial_replicas;
-      else ac.initial_replicas = initialReplicas;
-      return { ...d, autoscaling_config: ac };
-    });
-    return { ...base, name, route_prefix: `/${name}`, deployments };
-  }
+  const app = (name: string, initialReplicas: number | null, downscaleDelayS: number, minReplicas?: number) =>
+    bioengineApp({ name, behaviour: 'upstream', hyphaUrl: hypha.url, tokenFile, initialReplicas, downscaleDelayS, minReplicas, clientIdPrefix: PREFIX });
 
   beforeAll(async () => {
     [ray, hypha] = await Promise.all([startRay(), startHypha({ serverId: 'be-test' })]);
@@ -57,9 +50,11 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
     worker = await startWorkerStandIn({
       serverUrl: hypha.url, token: hypha.rootToken, clientId: PREFIX,
       apps: {
+        // No released worker reports service_registered; be-buggy's and be-pinned's stand for a
+        // future one (the exporter reads it if present), be-wait's is absent as in every release.
         'be-buggy': { status: 'RUNNING', service_registered: false, deployed_by_worker_client_id: PREFIX },
-        'be-fixed': { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: PREFIX },
-        'be-wait': { status: 'RUNNING', service_registered: null, deployed_by_worker_client_id: PREFIX },
+        'be-pinned': { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: PREFIX },
+        'be-wait': { status: 'RUNNING', deployed_by_worker_client_id: PREFIX },
       },
     });
     const cfg = tmp.write('config.yml', [
@@ -91,51 +86,53 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
     tmp.cleanup();
   });
 
-  it('buggy proxy: missing_scaled_to_zero while Serve says RUNNING; fixed: registered; wait_for_running: missing_never_registered', async () => {
+  it('upstream proxy: missing_scaled_to_zero while Serve says RUNNING; min_replicas 1: registered; deployed at 0: missing_never_registered', async () => {
     const t0 = Date.now();
     await ray.deploy({
       applications: [
-        app('be-buggy', 'buggy_deregister_at_zero', 1, 15),
-        app('be-fixed', 'fixed', 1, 2),
-        app('be-wait', 'wait_for_running', null, 2),
+        // The gate runs every 10 s: Model must stay up long enough for the proxy to register first.
+        app('be-buggy', 1, 30),
+        app('be-pinned', 1, 2, 1),
+        app('be-wait', null, 30),
       ],
     });
-    const buggyId = `ws-user-root/${bioengineClientId(PREFIX, 'be-buggy')}:be-buggy`;
-    await waitFor('be-buggy registered', async () => (await scrape()).includes(`service="${buggyId}"} 1`), 240_000, 100);
+    const buggyId = bioengineServiceIds('ws-user-root', PREFIX, 'be-buggy').ws;
+    await waitFor('be-buggy registered', async () => (await state('be-buggy')) === 'registered', 240_000, 100);
     process.stdout.write(`deploy → be-buggy registered in metrics: ${Date.now() - t0} ms\n`);
+    expect(seriesValue(await scrape(), 'hypha_serve_app_expected_service_info', { app: 'be-buggy', workspace: 'ws-user-root', service: buggyId })).toBe(1);
 
-    await waitFor('be-fixed registered and idle at zero', async () => {
-      const t = await scrape();
-      return (await state('be-fixed')) === 'registered' && seriesValue(t, 'hypha_serve_deployment_scaled_to_zero', { app: 'be-fixed', deployment: 'Model' }) === 1;
-    }, 240_000, 250);
+    await waitFor('be-pinned registered', async () => (await state('be-pinned')) === 'registered', 240_000, 250);
     await waitFor('be-wait never registered', async () => (await state('be-wait')) === 'missing_never_registered', 120_000, 250);
 
     const tz = Date.now();
     await waitFor('be-buggy missing_scaled_to_zero', async () => (await state('be-buggy')) === 'missing_scaled_to_zero', 240_000, 100);
-    process.stdout.write(`be-buggy: registered → missing_scaled_to_zero after ${Date.now() - tz} ms (Model downscale delay 15 s)\n`);
+    process.stdout.write(`be-buggy: registered → missing_scaled_to_zero after ${Date.now() - tz} ms (Model downscale delay 30 s)\n`);
 
     const t = await scrape();
-    for (const a of ['be-buggy', 'be-fixed', 'be-wait']) {
-      expect(seriesValue(t, 'hypha_serve_app_status', { app: a, status: 'RUNNING' })).toBe(1);
+    for (const a of ['be-buggy', 'be-pinned', 'be-wait']) {
+      expect(seriesValue(t, 'hypha_serve_app_status', { app: a, status: 'RUNNING', ray_cluster: 'test' })).toBe(1);
     }
-    expect(seriesValue(t, 'hypha_serve_app_registered', { app: 'be-buggy', workspace: 'ws-user-root', service: buggyId })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_app_registered', { app: 'be-buggy', ray_cluster: 'test', hypha: 'local' })).toBe(0);
+    // The expected id is an info series of its own, not a label of the registration series.
+    expect(seriesValue(t, 'hypha_serve_app_expected_service_info', { app: 'be-buggy', service: buggyId })).toBe(1);
     expect(seriesValue(t, 'hypha_serve_deployment_scaled_to_zero', { app: 'be-buggy', deployment: 'Model' })).toBe(1);
     const since = seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: 'be-buggy' });
     expect(since).toBeGreaterThan(tz / 1000 - 60);
     expect(since).toBeLessThanOrEqual(Date.now() / 1000);
-    expect(seriesValue(t, 'hypha_serve_app_registered', { app: 'be-fixed' })).toBe(1);
-    expect(seriesCount(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: 'be-fixed' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_app_registered', { app: 'be-pinned' })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_deployment_scaled_to_zero', { app: 'be-pinned', deployment: 'Model' })).toBe(0);
+    expect(seriesCount(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: 'be-pinned' })).toBe(0);
     expect(seriesValue(t, 'hypha_serve_app_registered', { app: 'be-wait' })).toBe(0);
-    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_mismatch', { app: 'be-fixed' })).toBe(0);
-    // One state per app.
-    for (const a of ['be-buggy', 'be-fixed', 'be-wait']) {
-      expect(seriesCount(t, 'hypha_serve_app_registration_state', { app: a })).toBe(5);
+    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_mismatch', { app: 'be-pinned' })).toBe(0);
+    // Every state of the set, one of them 1, per app.
+    for (const a of ['be-buggy', 'be-pinned', 'be-wait']) {
+      expect(seriesCount(t, 'hypha_serve_app_registration_state', { app: a })).toBe(STATES.length);
     }
     // The worker's own view, alongside.
     expect(seriesValue(t, 'hypha_serve_worker_up', { worker: worker.serviceId })).toBe(1);
     expect(seriesValue(t, 'hypha_serve_worker_app_status', { worker: worker.serviceId, app: 'be-buggy', status: 'RUNNING' })).toBe(1);
     expect(seriesValue(t, 'hypha_serve_worker_app_service_registered', { worker: worker.serviceId, app: 'be-buggy' })).toBe(0);
-    expect(seriesValue(t, 'hypha_serve_worker_app_service_registered', { worker: worker.serviceId, app: 'be-fixed' })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_worker_app_service_registered', { worker: worker.serviceId, app: 'be-pinned' })).toBe(1);
     expect(seriesCount(t, 'hypha_serve_worker_app_service_registered', { app: 'be-wait' })).toBe(0);
     fs.writeFileSync(path.join(artifactsDir(), 'metrics-hypha-bioengine.txt'), t);
     // The cause was right from the first report: the loss waited for a Serve sample
@@ -151,9 +148,11 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
     expect(lines.join('').includes(hypha.rootToken)).toBe(false);
   });
 
-  it('a request wakes the wait_for_running app: it registers once it has a RUNNING replica', async () => {
+  it('an HTTP request cannot wake the never-registered app (no __call__); a DeploymentHandle call does, and it registers', async () => {
     const r = await ray.request('/be-wait?x=1', 60_000);
-    expect(r.status).toBe(200);
+    expect(r.status).toBe(500);
+    expect(await state('be-wait')).toBe('missing_never_registered');
+    await callViaDeploymentHandle(ray.dashboardUrl, 'be-wait');
     await waitFor('be-wait registered', async () => (await state('be-wait')) === 'registered', 60_000, 100);
   });
 });

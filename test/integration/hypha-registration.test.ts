@@ -101,8 +101,9 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
       return seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1 && seriesValue(t, 'hypha_serve_app_registered', { app: APP }) === 0;
     }, 60_000, 100);
     let t = await ex.scrape();
-    expect(seriesValue(t, 'hypha_serve_app_registered', { cluster: 'test', app: APP, workspace: 'ws-user-root', service: EXPECTED })).toBe(0);
-    expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { cluster: 'test', app: APP })).toBeGreaterThan(0);
+    expect(seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'test', app: APP, hypha: 'local' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_app_expected_service_info', { ray_cluster: 'test', app: APP, workspace: 'ws-user-root', service: EXPECTED })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { ray_cluster: 'test', app: APP })).toBeGreaterThan(0);
     expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
 
     const reg = await registrant(BRIDGE);
@@ -135,13 +136,13 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     await other.register();
     await waitFor('registered via the other client', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 1, 10_000, 20);
     let t = await ex.scrape();
-    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_mismatch', { cluster: 'test', app: APP })).toBe(1);
-    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_changes_total', { cluster: 'test', app: APP })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_mismatch', { ray_cluster: 'test', app: APP })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_changes_total', { ray_cluster: 'test', app: APP })).toBe(0);
     const right = await registrant(BRIDGE);
     await right.register();
     await waitFor('mismatch cleared', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registration_client_id_mismatch', { app: APP }) === 0, 10_000, 20);
     t = await ex.scrape();
-    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_changes_total', { cluster: 'test', app: APP })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_app_registration_client_id_changes_total', { ray_cluster: 'test', app: APP })).toBe(1);
     expect(seriesValue(t, 'hypha_serve_app_registered', { app: APP })).toBe(1);
   });
 
@@ -252,7 +253,8 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
       await waitFor('up once the server is there', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 50);
       process.stdout.write(`server down at start: source_up 1 ${Date.now() - tReady} ms after the late server was ready\n`);
       t = await ex.scrape();
-      expect(seriesValue(t, 'hypha_serve_app_registered', { app: APP, service: EXPECTED })).toBe(0);
+      expect(seriesValue(t, 'hypha_serve_app_registered', { app: APP })).toBe(0);
+      expect(seriesValue(t, 'hypha_serve_app_expected_service_info', { app: APP, service: EXPECTED })).toBe(1);
     } finally {
       await ex.stop();
       await late.stop();

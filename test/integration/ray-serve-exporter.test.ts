@@ -57,14 +57,14 @@ describe('exporter against real Ray Serve', () => {
     expect(seen.has('DEPLOYING')).toBe(true);
 
     let text = await scrape();
-    expect(seriesValue(text, 'hypha_serve_app_status', { cluster: 'test', app: 'two-step', status: 'DEPLOYING' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'test', app: 'two-step', status: 'DEPLOYING' })).toBe(0);
     expect(seriesValue(text, 'hypha_serve_deployment_status', { app: 'two-step', deployment: 'Front', status: 'HEALTHY' })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_deployment_replicas', { deployment: 'Front', state: 'RUNNING' })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_deployment_min_replicas', { deployment: 'Worker' })).toBe(0);
     expect(seriesValue(text, 'hypha_serve_deployment_max_replicas', { deployment: 'Worker' })).toBe(2);
     expect(seriesValue(text, 'hypha_serve_app_info', { app: 'two-step', route_prefix: '/two-step' })).toBe(1);
-    expect(seriesValue(text, 'hypha_serve_proxy_head', { cluster: 'test' })).toBe(1);
-    expect(seriesValue(text, 'hypha_serve_proxy_ready', { cluster: 'test' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_proxy_head', { ray_cluster: 'test' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_proxy_ready', { ray_cluster: 'test' })).toBe(1);
     // Real output through promtool's lint; kept for the rules' metric check.
     const f = path.join(artifactsDir(), 'metrics-ray-running.txt');
     fs.writeFileSync(f, text);
@@ -84,7 +84,7 @@ describe('exporter against real Ray Serve', () => {
     // Every replica state is present at zero: a 0, not a missing series.
     expect(seriesCount(text, 'hypha_serve_deployment_replicas', { deployment: 'Worker' })).toBe(6);
     // The head proxy stays ready at zero replicas (it is the one that can wake the app).
-    expect(seriesValue(text, 'hypha_serve_proxy_ready', { cluster: 'test' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_proxy_ready', { ray_cluster: 'test' })).toBe(1);
     fs.writeFileSync(path.join(artifactsDir(), 'metrics-ray-zero.txt'), text);
 
     // Wake up by an HTTP request.

@@ -71,8 +71,6 @@ watched_services:
     probe:
       method: read
       args: [probe-artifact]
-    canary:
-      reresolve_after: never
 `);
     const m = memoryLogger('debug');
     lines = m.lines;

@@ -37,7 +37,7 @@ async function startWorkerLikeHolder(url: string, token: string): Promise<{ held
   return { heldId: am.id, server };
 }
 
-function exporterFor(hypha: HyphaHandle, canary = '10m', probe = '') {
+function exporterFor(hypha: HyphaHandle, witnessMax = 'none', probe = '') {
   const t = tmpDir();
   const file = t.write('config.yml', `
 hypha:
@@ -49,7 +49,7 @@ watched_services:
     interval: 1s
     timeout: ${TIMEOUT_S}s
     canary:
-      reresolve_after: ${canary}
+      witness_max: ${witnessMax}
 ${probe}    holders:
       - name: test-worker
         service: ws-user-root/am-holder
@@ -115,7 +115,7 @@ describe('watched artifact manager across Hypha restarts', () => {
         seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'test-worker' }) === 0 ? t : undefined;
     }, 60_000, 200);
     const provider = clientIdOf(text, 'hypha_serve_service_provider_info', S);
-    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha', target: AM })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', target: AM })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_service_providers', S)).toBe(1);
     expect(provider).toBeDefined();
     expect(`public/${provider}:artifact-manager`).toBe(holder.heldId);
@@ -201,7 +201,7 @@ describe('watched artifact manager across Hypha restarts', () => {
     await holder?.server.disconnect().catch(() => undefined);
     holder = undefined;
     await hypha.restart({ serverId: 'svc-fixed-id' });
-    const e = exporterFor(hypha, 'never');
+    const e = exporterFor(hypha, 'none');
     ex = e;
     await waitFor('probes ok on the fixed id', async () => {
       const t = await e.scrape();
@@ -216,7 +216,7 @@ describe('watched artifact manager across Hypha restarts', () => {
       void e.scrape().then((t) => {
         scrapes++;
         if (seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' }) === 1) staleSeen++;
-        if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: AM }) === 0) downSeen = true;
+        if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha_service', target: AM }) === 0) downSeen = true;
       });
     }, 100);
     try {
@@ -255,7 +255,7 @@ describe('watched artifact manager across Hypha restarts', () => {
       const am = await admin.getService(AM);
       await am.create!({ alias: 'svc-probe', type: 'collection', manifest: { name: 'probe' }, config: { permissions: { '*': 'r' } }, _rkwargs: true });
       const views = async (silent: boolean) => ((await am.read!({ artifact_id: 'ws-user-root/svc-probe', silent, _rkwargs: true })) as { view_count?: number }).view_count ?? 0;
-      const e = exporterFor(hypha, 'never', '    probe:\n      method: read\n      kwargs: {artifact_id: ws-user-root/svc-probe}\n');
+      const e = exporterFor(hypha, 'none', '    probe:\n      method: read\n      kwargs: {artifact_id: ws-user-root/svc-probe}\n');
       ex = e;
       const text = await waitFor('six ok read probes', async () => {
         const t = await e.scrape();

@@ -19,7 +19,7 @@ jest.setTimeout(60_000);
 
 const ROOT = repoRoot();
 
-/** Every exporter metric of the contract (the lead's METRICS.md), histograms by their series. */
+/** Every exporter metric of contract v0.2 (/work/contract-v0.2.md, METRICS.md), histograms by their series. */
 const CONTRACT_METRICS = [
   'hypha_serve_exporter_build_info',
   'hypha_serve_exporter_config_last_reload_successful',
@@ -29,6 +29,7 @@ const CONTRACT_METRICS = [
   'hypha_serve_source_sample_age_seconds',
   'hypha_serve_source_sample_duration_seconds',
   'hypha_serve_source_errors_total',
+  'hypha_serve_source_interval_seconds',
   'hypha_serve_hypha_reconnects_total',
   'hypha_serve_hypha_connection_generation',
   'hypha_serve_app_status',
@@ -52,6 +53,7 @@ const CONTRACT_METRICS = [
   'hypha_serve_app_unregistered_since_timestamp_seconds',
   'hypha_serve_app_registration_client_id_mismatch',
   'hypha_serve_app_registration_client_id_changes_total',
+  'hypha_serve_app_expected_service_info',
   'hypha_serve_worker_up',
   'hypha_serve_worker_app_status',
   'hypha_serve_worker_app_service_registered',
@@ -130,7 +132,8 @@ describe('lint (grafana/dashboard-linter rules and ours)', () => {
     ['a bare counter', (d) => { const t = targetsOf(panelByTitle(d, 'Registration client id changes'))[0]; t.expr = 'hypha_serve_app_registration_client_id_changes_total{job=~"$job",instance=~"$instance"}'; }, /counter hypha_serve_app_registration_client_id_changes_total is not wrapped/],
     ['a PromQL syntax error', (d) => { targetsOf(panelByTitle(d, 'Deployments scaled to zero'))[0].expr += ')'; }, /PromQL syntax error/],
     ['a misspelt metric', (d) => { const t = targetsOf(panelByTitle(d, 'Deployments scaled to zero'))[0]; t.expr = t.expr.replace('scaled_to_zero', 'scaled_to_nil'); }, /hypha_serve_deployment_scaled_to_nil is not an exporter metric/],
-    ['an unknown recorded series', (d) => { const t = targetsOf(panelByTitle(d, 'Replicas short of target'))[0]; t.expr = t.expr.replace('target_minus_running', 'target_minus_ready'); }, /is not recorded by rules/],
+    ['an unknown recorded series', (d) => { const t = targetsOf(panelByTitle(d, 'Replicas short of target'))[0]; t.expr = t.expr.replace('hypha_serve_deployment_target_replicas{', 'ray_cluster_app_deployment:hypha_serve_deployment_target_replicas:max{'); }, /ray_cluster_app_deployment:hypha_serve_deployment_target_replicas:max is not recorded by rules/],
+    ['the old cluster label', (d) => { const t = targetsOf(panelByTitle(d, 'Deployments'))[0]; t.expr = t.expr.replace('ray_cluster=~"$ray_cluster"', 'cluster=~"$ray_cluster"'); }, /uses label cluster/],
     ['a panel without unit', (d) => { delete panelByTitle(d, 'Deployments scaled to zero').fieldConfig?.defaults.unit; }, /"Deployments scaled to zero": no unit/],
     ['an invalid unit', (d) => { const fc = panelByTitle(d, 'Deployments scaled to zero').fieldConfig; if (fc) fc.defaults.unit = 'seconds'; }, /unknown unit seconds/],
     ['a panel without description', (d) => { panelByTitle(d, 'Deployments').description = ''; }, /"Deployments": no description/],
@@ -145,7 +148,7 @@ describe('lint (grafana/dashboard-linter rules and ours)', () => {
     ['job without All = .+', (d) => { variables(d)[1].allValue = '.*'; }, /variable job: allValue \.\*, want \.\+/],
     ['instance not multi-select', (d) => { variables(d)[2].multi = false; }, /variable instance: not multi-select/],
     ['a variable refreshed only on load', (d) => { variables(d)[3].refresh = 1; }, /refresh 1, want 2/],
-    ['a variable query without the job filter', (d) => { const v = variables(d)[3]; v.query = String(v.query).replace('job=~"$job",', ''); }, /variable cluster: .* does not filter job/],
+    ['a variable query without the job filter', (d) => { const v = variables(d)[3]; v.query = String(v.query).replace('job=~"$job",', ''); }, /variable ray_cluster: .* does not filter job/],
     ['a runbook link to a missing section', (d) => { const l = panelByTitle(d, 'Deployments').links; if (l) l[0].url = `${RUNBOOK_BASE}#no-such-alert`; }, /runbook anchor #no-such-alert is not a heading/],
     ['overlapping panels', (d) => { const ps = allPanels(d); if (ps[1].gridPos && ps[0].gridPos) ps[1].gridPos = { ...ps[0].gridPos }; }, /overlap/],
     ['a graph with its legend hidden', (d) => { (panelByTitle(d, 'Replicas by state').options as { legend: { showLegend: boolean } }).legend.showLegend = false; }, /"Replicas by state": legend hidden/],
@@ -188,7 +191,7 @@ describe('PromQL accepted by the real Prometheus parser (promtool 2.42)', () => 
   }
 
   const all = rendered.flatMap((r) => dashboardQueries(r.json));
-  const values = { job: { all: true }, instance: { all: true }, cluster: { all: true }, app: { all: true }, workspace: { all: true }, service: { all: true }, holder: { all: true } } as const;
+  const values = { job: { all: true }, instance: { all: true }, ray_cluster: { all: true }, app: { all: true }, workspace: { all: true }, service: { all: true }, holder: { all: true } } as const;
 
   it('every panel, annotation and variable query parses', () => {
     expect(all.filter((q) => q.kind === 'panel').length).toBeGreaterThan(50);

@@ -2,13 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { checkHyphaRegistration, defaultClusterMapping, hyphaRegistrationSchema, resolveHyphaRegistration } from '../../src/config/hypha-schema';
 import { bioengineProxyClientId, expectedService, mappedWorkspaces, WorkerDirectory } from '../../src/registration/expected';
-import { matchProviders, missingCause, ProviderIndex, RegistrationTracker, TrackerInput } from '../../src/registration/tracker';
+import { matchProviders, missingCause, ProviderIndex, RegistrationTracker, TrackerInput, WAKE_GRACE_SECONDS } from '../../src/registration/tracker';
 import { parseWorkerApps, parseWorkerStatus } from '../../src/registration/workers';
 import { classify, conciseMessage } from '../../src/sources/hypha/errors';
 import { RegistryView } from '../../src/sources/hypha/registry-view';
 import { HyphaEvent, parseConnectionInfo, parseEvent, parseServiceList, ServiceInfo } from '../../src/sources/hypha/types';
 import type { ServeApp, ServeDeployment } from '../../src/snapshot/types';
 import { Secret } from '../../src/util/secret';
+import { parseDuration } from '../../src/util/duration';
 
 // Fixtures recorded from hypha 0.21.137 with hypha-rpc 0.21.40 (test/fixtures/hypha).
 const fixture = (f: string): unknown => JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'hypha', f), 'utf8'));
@@ -124,6 +125,15 @@ describe('expected service ids', () => {
     expect(expectedService('c', be, m, 'bio', noDeployedBy)?.clientId).toBe(bioengineProxyClientId('w2', 'model-runner'));
     const configured = { ...m, bioengine: { enabled: true, workspace: 'other', workerClientId: 'cfg' } };
     expect(expectedService('c', be, configured, 'bio', dir)).toMatchObject({ workspace: 'other', clientId: bioengineProxyClientId('cfg', 'model-runner') });
+    // Issue 12 #2: a worker restart (old worker gone, new one registered but not yet cross-checked, or
+    // get_status failing) keeps the last known id instead of falling back to "*" or guessing the new worker.
+    const restarting: WorkerDirectory = { registeredWorkers: () => ['w-new'], samples: [] };
+    expect(expectedService('c', be, m, 'bio', restarting, 'w-old')?.clientId).toBe(bioengineProxyClientId('w-old', 'model-runner'));
+    expect(expectedService('c', be, m, 'bio', { registeredWorkers: () => [], samples: [] }, 'w-old')?.label).toBe(`bio/${bioengineProxyClientId('w-old', 'model-runner')}:model-runner`);
+    const twoFlaky: WorkerDirectory = { registeredWorkers: () => ['w1', 'w2'], samples: [{ worker: 'bio/w1:bioengine-worker', workspace: 'bio', clientId: 'w1', up: false, apps: [] }] };
+    expect(expectedService('c', be, m, 'bio', twoFlaky, 'w1')?.clientId).toBe(bioengineProxyClientId('w1', 'model-runner'));
+    // What a worker reports still wins over the last known id (a redeploy by another worker).
+    expect(expectedService('c', be, m, 'bio', dir, 'w1')?.clientId).toBe(bioengineProxyClientId('w-old', 'model-runner'));
     // Plain apps are not BioEngine apps.
     expect(expectedService('c', plain, m, 'bio', dir)).toBeUndefined();
   });
@@ -163,15 +173,27 @@ describe('missing causes', () => {
     ['idle at zero, was registered', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), true, true],
     ['waking (UPSCALING at zero)', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'UPSCALING', 0)]), true, true],
     ['deployed at zero, never registered since birth', 'missing_never_registered', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), true, false],
-    ['birth not seen (exporter started later)', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), false, false],
+    // Issue 12 #5: without history the exporter must not claim either incident-1 path.
+    ['birth not seen (exporter started later), never seen registered', 'missing_history_unknown', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), false, false],
+    ['birth not seen, seen registered since, now at zero', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), false, true],
     ['running and serving, never registered', 'missing_never_registered', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 1)]), true, false],
     ['running and serving, was registered', 'missing_other', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 1)]), true, true],
     ['sibling UNHEALTHY', 'missing_crashed', app('a', 'UNHEALTHY', [proxy, dep('Model', 'UNHEALTHY', 0)]), true, true],
     ['sibling at zero and not serviceable', 'missing_crashed', app('a', 'RUNNING', [proxy, dep('Model', 'UPDATING', 0)]), true, true],
     ['deploy failed', 'missing_crashed', app('a', 'DEPLOY_FAILED', [proxy, dep('Model', 'DEPLOY_FAILED', 0)]), true, false],
-    ['still deploying', 'missing_other', app('a', 'DEPLOYING', [proxy, dep('Model', 'UPDATING', 0)]), true, false],
+    // Issue 12 #7: an app Serve has not brought up owes no registration.
+    ['still deploying', 'not_running', app('a', 'DEPLOYING', [proxy, dep('Model', 'UPDATING', 0)]), true, false],
+    ['being deleted', 'not_running', app('a', 'DELETING', [proxy, dep('Model', 'HEALTHY', 1)]), true, true],
+    ['not started', 'not_running', app('a', 'NOT_STARTED', []), true, false],
   ])('%s → %s', (_what, want, a, birth, ever) => {
-    expect(missingCause(a, birth, ever)).toBe(want);
+    expect(missingCause(a, { birthObserved: birth, everRegistered: ever })).toBe(want);
+  });
+
+  it('a spell that began at the exporter\'s own reconnect is missing_after_reconnect, not scaled to zero (issue 12 #9)', () => {
+    const idleApp = app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]);
+    expect(missingCause(idleApp, { birthObserved: true, everRegistered: true, spellAfterReconnect: true })).toBe('missing_after_reconnect');
+    // A crash is still told as a crash.
+    expect(missingCause(app('a', 'UNHEALTHY', [proxy, dep('Model', 'UNHEALTHY', 0)]), { birthObserved: true, everRegistered: true, spellAfterReconnect: true })).toBe('missing_crashed');
   });
 });
 
@@ -197,12 +219,54 @@ describe('RegistrationTracker', () => {
     expect(t.evaluateCluster('c', [redeployed], exp('a'), new ProviderIndex([]), input(1400))[0].state).toBe('missing_never_registered');
   });
 
-  it('after a reconnect a previously registered app is withheld during the settle window, then missing since the reconnect', () => {
+  it('after a reconnect a previously registered app is withheld during the settle window, then missing since the reconnect, with a cause of its own', () => {
     const t = new RegistrationTracker();
     t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100));
     const after = { afterReconnect: true, connectedSeconds: 1200 };
     expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1205, after))[0]).toMatchObject({ settled: false, unregisteredSinceSeconds: undefined });
-    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1230, after))[0]).toMatchObject({ settled: true, registered: false, unregisteredSinceSeconds: 1200 });
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1230, after))[0]).toMatchObject({
+      settled: true, registered: false, unregisteredSinceSeconds: 1200, state: 'missing_after_reconnect',
+    });
+    // Back: the spell and its cause end; a later loss is judged on Serve's view again.
+    t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1240, after));
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1250, after))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1250 });
+  });
+
+  it('the default settle window outlasts hypha-rpc\'s 60 s ±10 % reconnect backoff (issue 12 #9)', () => {
+    const cfg = hyphaRegistrationSchema.parse({});
+    expect(parseDuration(cfg.reconnect_settle)).toBeGreaterThan(66_000);
+  });
+
+  it('an app that is not running is not missing: no spell, and a spell ends when Serve redeploys it (issue 12 #7)', () => {
+    const t = new RegistrationTracker();
+    const deploying = app('a', 'DEPLOYING', [dep('ProxyDeployment', 'UPDATING', 0), dep('Model', 'UPDATING', 0)], 1000);
+    expect(t.evaluateCluster('c', [deploying], exp('a'), new ProviderIndex([]), input(1100))[0]).toMatchObject({ state: 'not_running', unregisteredSinceSeconds: undefined });
+    const running = app('a', 'RUNNING', [dep('ProxyDeployment', 'HEALTHY', 1), dep('Model', 'HEALTHY', 1)], 1000);
+    expect(t.evaluateCluster('c', [running], exp('a'), new ProviderIndex([]), input(1110))[0]).toMatchObject({ state: 'missing_never_registered', unregisteredSinceSeconds: 1110 });
+    expect(t.evaluateCluster('c', [deploying], exp('a'), new ProviderIndex([]), input(1120))[0]).toMatchObject({ state: 'not_running', unregisteredSinceSeconds: undefined });
+  });
+
+  it('a woken app keeps missing_scaled_to_zero while its proxy re-registers, then says other (issue 12 #7)', () => {
+    const t = new RegistrationTracker();
+    t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100));
+    expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1200))[0].state).toBe('missing_scaled_to_zero');
+    const woken = app('a', 'RUNNING', [dep('ProxyDeployment', 'HEALTHY', 1), dep('Model', 'HEALTHY', 1)], 1000);
+    expect(t.evaluateCluster('c', [woken], exp('a'), new ProviderIndex([]), input(1203))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
+    expect(t.evaluateCluster('c', [woken], exp('a'), new ProviderIndex([]), input(1203 + WAKE_GRACE_SECONDS - 1))[0].state).toBe('missing_scaled_to_zero');
+    expect(t.evaluateCluster('c', [woken], exp('a'), new ProviderIndex([]), input(1203 + WAKE_GRACE_SECONDS))[0].state).toBe('missing_other');
+    expect(t.evaluateCluster('c', [woken], exp('a'), new ProviderIndex([reg()]), input(1240))[0].state).toBe('registered');
+  });
+
+  it('a restarted tracker seeded with the published evaluation continues spells and history (reload)', () => {
+    const t = new RegistrationTracker();
+    t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100));
+    const published = t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1200));
+    const next = new RegistrationTracker();
+    next.seed(published);
+    expect(next.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1300))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
+    // Without the seed the history is unknown: the honest cause, and the spell restarts.
+    // (The app was deployed at 1000; this exporter started at 1250.)
+    expect(new RegistrationTracker().evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1300, { startedSeconds: 1250 }))[0]).toMatchObject({ state: 'missing_history_unknown', unregisteredSinceSeconds: 1300 });
   });
 
   it('counts client-id changes of the registered provider, flags a mismatch, forgets vanished apps', () => {
@@ -233,7 +297,7 @@ describe('worker answers', () => {
 describe('hypha_registration config', () => {
   it('defaults to the BioEngine mapping everywhere', () => {
     const r = resolveHyphaRegistration(undefined, { interval: '15s', timeout: '5s' });
-    expect(r).toMatchObject({ intervalMs: 15_000, timeoutMs: 5000, reconnectSettleMs: 20_000, clusters: [], workers: { discover: true, intervalMs: 60_000, timeoutMs: 5000, logsTail: 0 } });
+    expect(r).toMatchObject({ intervalMs: 15_000, timeoutMs: 5000, reconnectSettleMs: 90_000, clusters: [], workers: { discover: true, intervalMs: 60_000, timeoutMs: 5000, logsTail: 0 } });
   });
 
   it('refuses bad templates, regexes, unknown keys, duplicate and unknown clusters', () => {

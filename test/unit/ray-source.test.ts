@@ -44,7 +44,7 @@ describe('Ray Serve source through the exporter', () => {
     await h.exporter.settled();
     let text = await h.exporter.metrics.render();
     expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(1);
-    expect(seriesValue(text, 'hypha_serve_app_status', { cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
     expect(seriesCount(text, 'hypha_serve_app_status', { app: 'zero' })).toBe(6);
     expect(seriesValue(text, 'hypha_serve_app_status', { app: 'zero', status: 'DEPLOY_FAILED' })).toBe(0);
     expect(seriesCount(text, 'hypha_serve_deployment_replicas', { deployment: 'Worker' })).toBe(6);
@@ -119,7 +119,7 @@ describe('Ray Serve source through the exporter', () => {
     await h.exporter.settled();
     const text = await h.exporter.metrics.render();
     expect(seriesCount(text, 'hypha_serve_app_status', { status: 'RUNNING' })).toBe(3);
-    expect(seriesValue(text, 'hypha_serve_cluster_apps_dropped_total', { cluster: 'c1' })).toBe(2);
+    expect(seriesValue(text, 'hypha_serve_cluster_apps_dropped_total', { ray_cluster: 'c1' })).toBe(2);
     await h.close();
   });
 
@@ -160,8 +160,8 @@ describe('Ray Serve source through the exporter', () => {
     await new Promise((r) => setTimeout(r, 50));
     text = await h.exporter.metrics.render();
     expect(seriesValue(text, 'hypha_serve_exporter_config_last_reload_successful')).toBe(1);
-    expect(seriesCount(text, 'hypha_serve_app_status', { cluster: 'c1' })).toBe(0);
-    expect(seriesValue(text, 'hypha_serve_app_status', { cluster: 'c2', app: 'zero', status: 'RUNNING' })).toBe(1);
+    expect(seriesCount(text, 'hypha_serve_app_status', { ray_cluster: 'c1' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c2', app: 'zero', status: 'RUNNING' })).toBe(1);
     expect(seriesCount(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
     await h.close();
   });
@@ -240,7 +240,7 @@ describe('Ray Serve source through the exporter', () => {
     await h.exporter.sampleAll();
     const text = await h.exporter.metrics.render();
     expect(seriesValue(text, 'hypha_serve_exporter_config_last_reload_successful')).toBe(0);
-    expect(seriesValue(text, 'hypha_serve_app_status', { cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
     await h.close();
   });
 });

@@ -19,16 +19,17 @@ describe('watched_services config', () => {
   }
   const HYPHA = 'hypha:\n  name: main\n  server_url: http://127.0.0.1:9527\n';
 
-  it('defaults to the artifact manager with a silent list probe, a 10 min canary bound and global timing', () => {
+  it('defaults to the artifact manager with a silent list probe, a witness without time limit and global timing', () => {
     const cfg = load(`global:\n  interval: 20s\n  timeout: 4s\n${HYPHA}`);
     expect(cfg.hypha).toEqual({ name: 'main', serverUrl: 'http://127.0.0.1:9527', workspace: undefined, token: undefined });
     expect(cfg.watchedServices).toEqual([{
       service: 'public/artifact-manager', workspace: 'public', serviceId: 'artifact-manager',
       intervalMs: 20_000, timeoutMs: 4000, resolveMode: 'random',
       probe: { method: 'list', args: [], kwargs: { limit: 1, silent: true } },
-      canary: { enabled: true, policy: { kind: 'after', staleMs: 600_000 } },
+      canary: { enabled: true, releasedClientIds: [] },
       holders: [],
     }]);
+    expect(cfg.watchedServices[0].canary.witnessMaxMs).toBeUndefined();
   });
 
   it('without a hypha connection no watched-service source is planned; with one, one per service', () => {
@@ -61,13 +62,64 @@ describe('watched_services config', () => {
 `);
     const [a, b, c, d, e] = cfg.watchedServices;
     expect(a.probe).toEqual({ method: 'read', args: [], kwargs: { artifact_id: 'ws/x', silent: true } });
-    expect(a.canary.policy).toEqual({ kind: 'never' });
+    // The deprecated key is read as witness_max: never = no limit, immediately = no witness, a duration = that bound.
+    expect(a.canary).toEqual({ enabled: true, releasedClientIds: [], deprecatedReresolveAfter: 'never' });
     expect(b.probe).toEqual({ method: 'read', args: ['ws/x', false], kwargs: {} });
-    expect(b.canary.policy).toEqual({ kind: 'immediately' });
+    expect(b.canary).toEqual({ enabled: true, releasedClientIds: [], witnessMaxMs: 0, deprecatedReresolveAfter: 'immediately' });
     expect(c.probe).toEqual({ method: 'list_files', args: ['ws/x'], kwargs: {} });
-    expect(c.canary.policy).toEqual({ kind: 'after', staleMs: 90_000 });
+    expect(c.canary).toEqual({ enabled: true, releasedClientIds: [], witnessMaxMs: 90_000, deprecatedReresolveAfter: '90s' });
     expect(d.probe).toEqual({ method: 'read', args: ['a'], kwargs: {} });
     expect(e.probe).toBeUndefined();
+  });
+
+  it('reads witness_max and operator releases; refuses both names of the bound and a zero bound', () => {
+    const cfg = load(`${HYPHA}watched_services:
+  - service: public/artifact-manager
+    canary:
+      witness_max: 2h
+      released_client_ids: [public/old-am:artifact-manager, bare-id, public/other]
+  - service: ws/svc
+    canary: {witness_max: none}
+`);
+    expect(cfg.watchedServices[0].canary).toEqual({ enabled: true, witnessMaxMs: 7_200_000, releasedClientIds: ['old-am', 'bare-id', 'other'] });
+    expect(cfg.watchedServices[1].canary).toEqual({ enabled: true, releasedClientIds: [] });
+    let e = error(`${HYPHA}watched_services:\n  - service: ws/a\n    canary:\n      witness_max: 1h\n      reresolve_after: 10m\n`);
+    expect(e.field).toBe('watched_services[0].canary.reresolve_after');
+    expect(e.problem).toMatch(/deprecated name of witness_max/);
+    expect(e.line).toBe(8);
+    e = error(`${HYPHA}watched_services:\n  - service: ws/a\n    canary: {witness_max: 0s}\n`);
+    expect(e.field).toBe('watched_services[0].canary.witness_max');
+  });
+
+  it('reads holder probes (probe-only holders too) and refuses write-looking methods and holders with nothing to do', () => {
+    const cfg = load(`${HYPHA}watched_services:
+  - service: public/artifact-manager
+    timeout: 4s
+    holders:
+      - name: kth-worker
+        service: bioengine/bioengine-worker
+        probe: {method: list_apps, timeout: 30s, interval: 1m}
+      - name: lab
+        service: lab/worker
+        method: get_status
+        field: am
+        probe: {service: lab/admin, method: get_app_manifest, kwargs: {artifact_id: lab/x}}
+`);
+    expect(cfg.watchedServices[0].holders).toEqual([
+      { name: 'kth-worker', service: 'bioengine/bioengine-worker', method: undefined, args: [], kwargs: {}, field: undefined,
+        probe: { service: 'bioengine/bioengine-worker', method: 'list_apps', args: [], kwargs: {}, timeoutMs: 30_000, intervalMs: 60_000 } },
+      { name: 'lab', service: 'lab/worker', method: 'get_status', args: [], kwargs: {}, field: ['am'],
+        probe: { service: 'lab/admin', method: 'get_app_manifest', args: [], kwargs: { artifact_id: 'lab/x' }, timeoutMs: 4000, intervalMs: 0 } },
+    ]);
+    for (const m of ['deploy_app', 'stop_all_apps', 'delete_app', 'run_code', 'createThing', 'upload_app']) {
+      const e = error(`${HYPHA}watched_services:\n  - service: ws/a\n    holders:\n      - {name: w, service: ws/w, probe: {method: ${m}}}\n`);
+      expect(e.field).toBe('watched_services[0].holders[0].probe.method');
+      expect(e.problem).toMatch(/read-only/);
+    }
+    // A name that merely starts like a verb is fine.
+    expect(() => load(`${HYPHA}watched_services:\n  - service: ws/a\n    holders:\n      - {name: w, service: ws/w, probe: {method: settings_view}}\n`)).not.toThrow();
+    const e = error(`${HYPHA}watched_services:\n  - service: ws/a\n    holders:\n      - {name: w, service: ws/w}\n`);
+    expect(e.field).toBe('watched_services[0].holders[0].method');
   });
 
   it('reads holders with their field path', () => {
@@ -80,7 +132,7 @@ describe('watched_services config', () => {
         field: artifact_manager.client_id
 `);
     expect(cfg.watchedServices[0].holders).toEqual([{
-      name: 'kth-worker', service: 'bioengine/bioengine-worker', method: 'get_status', args: [], kwargs: {}, field: ['artifact_manager', 'client_id'],
+      name: 'kth-worker', service: 'bioengine/bioengine-worker', method: 'get_status', args: [], kwargs: {}, field: ['artifact_manager', 'client_id'], probe: undefined,
     }]);
   });
 

@@ -1,25 +1,31 @@
 import { CycleEvents, HolderReading, RegistryObservation, WatchState } from '../../src/sources/services/state';
 import { readHeldClientId, clientIdOf } from '../../src/sources/services/holder-field';
 import { outcomeOf } from '../../src/sources/services/outcome';
-import { CALL_DURATION_BUCKETS, ProbeResult } from '../../src/snapshot/services';
+import { CALL_DURATION_BUCKETS, HolderProbeResult, ProbeResult, WatchedServiceSample } from '../../src/snapshot/services';
+import { newSourceHealth } from '../../src/snapshot/types';
 
 const A = { fullId: 'public/srv-a:artifact-manager', clientId: 'srv-a' };
 const B = { fullId: 'public/srv-b:artifact-manager', clientId: 'srv-b' };
 
 type Cycle = RegistryObservation & { probes: ProbeResult[]; holders: HolderReading[] };
 function apply(st: WatchState, o: Cycle): CycleEvents {
+  return cycle(st, o, []);
+}
+function cycle(st: WatchState, o: Cycle, holderProbes: HolderProbeResult[]): CycleEvents {
   const ev = st.applyRegistry(o);
-  st.applyCalls({ nowSeconds: o.nowSeconds, probes: o.probes, holders: o.holders });
-  return ev;
+  const late = st.applyCalls({ nowSeconds: o.nowSeconds, probes: o.probes, holders: o.holders, holderProbes });
+  return { ...ev, ...late };
 }
 
 function probe(via: 'cached' | 'fresh', outcome: ProbeResult['outcome'], seconds: number): ProbeResult {
   return { via, method: 'list', outcome, seconds, atSeconds: 0 };
 }
 
+const NO_LIMIT = { enabled: true };
+
 describe('WatchState', () => {
-  test('first resolution becomes the canary; a provider set change is counted once; the stale canary is kept', () => {
-    const st = new WatchState(true, { kind: 'after', staleMs: 600_000 }, 'list');
+  test('first resolution becomes the canary; a provider set change is counted once; the stale canary is the witness, past the old 10-minute point', () => {
+    const st = new WatchState(NO_LIMIT, 'list');
     expect(st.adoptCanaryIfNone(A, 100)).toBe(true);
     expect(st.adoptCanaryIfNone(B, 101)).toBe(false);
     let ev = apply(st, { nowSeconds: 100, providers: ['srv-a'], resolved: A, probes: [probe('cached', 'ok', 0.004), probe('fresh', 'ok', 0.003)], holders: [] });
@@ -31,62 +37,170 @@ describe('WatchState', () => {
     ev = apply(st, { nowSeconds: 115, providers: ['srv-b'], resolved: B, probes: [probe('cached', 'timeout', 5.0), probe('fresh', 'ok', 0.01)], holders: [] });
     expect(ev.providersChanged).toEqual({ from: ['srv-a'], to: ['srv-b'] });
     expect(ev.canaryBecameStale).toBe(true);
-    expect(ev.canaryReresolved).toBeUndefined();
+    expect(ev.witnessReleased).toBeUndefined();
     expect(st.changesTotal).toBe(1);
     expect(st.lastChangeSeconds).toBe(115);
     expect(st.cached[0]).toMatchObject({ clientId: 'srv-a', stale: true, staleSinceSeconds: 115 });
 
-    // Same set again: no further change; still stale while under the policy's bound.
-    ev = apply(st, { nowSeconds: 700, providers: ['srv-b'], resolved: B, probes: [], holders: [] });
-    expect(ev).toEqual({});
-    expect(st.changesTotal).toBe(1);
-    expect(st.reresolvesTotal).toBe(0);
-    expect(st.cached[0]).toMatchObject({ clientId: 'srv-a', stale: true });
-
-    // 10 min after the stale spell began: re-resolved to the fresh id and counted.
-    ev = apply(st, { nowSeconds: 715, providers: ['srv-b'], resolved: B, probes: [], holders: [] });
-    expect(ev.canaryReresolved).toEqual({ from: A.fullId, to: B.fullId });
-    expect(st.reresolvesTotal).toBe(1);
-    expect(st.cached[0]).toEqual({ holder: 'exporter', clientId: 'srv-b', stale: false, staleSinceSeconds: undefined, sinceSeconds: 715 });
-  });
-
-  test('several providers: a resolution that picks another live provider is neither a change nor stale', () => {
-    const st = new WatchState(true, { kind: 'immediately' }, 'list');
-    st.adoptCanaryIfNone(A, 1);
-    apply(st, { nowSeconds: 1, providers: ['srv-a', 'srv-b'], resolved: A, probes: [], holders: [] });
-    for (let t = 2; t < 10; t++) {
-      const ev = apply(st, { nowSeconds: t, providers: ['srv-b', 'srv-a'], resolved: t % 2 ? A : B, probes: [], holders: [] });
+    // No holders, no bound: the witness stays however long the fresh path has worked (the old default let go after 10 min).
+    for (const t of [715, 716, 3_835, 86_400]) {
+      ev = apply(st, { nowSeconds: t, providers: ['srv-b'], resolved: B, probes: [probe('cached', 'timeout', 5.0), probe('fresh', 'ok', 0.01)], holders: [] });
       expect(ev).toEqual({});
     }
-    expect(st.changesTotal).toBe(0);
-    expect(st.cached[0].stale).toBe(false);
-    // srv-a reconnects under a new id: stale (and with "immediately", re-resolved in the same cycle).
-    const ev = apply(st, { nowSeconds: 10, providers: ['srv-b', 'srv-c'], resolved: B, probes: [], holders: [] });
-    expect(ev.providersChanged).toBeDefined();
-    expect(ev.canaryBecameStale).toBe(true);
-    expect(ev.canaryReresolved).toEqual({ from: A.fullId, to: B.fullId });
-    expect(st.cached[0]).toMatchObject({ clientId: 'srv-b', stale: false });
+    expect(st.reresolvesTotal).toBe(0);
+    expect(st.releasesTotal).toEqual({});
+    expect(st.cached[0]).toEqual({ holder: 'exporter', clientId: 'srv-a', stale: true, staleSinceSeconds: 115, sinceSeconds: 100 });
+    expect(st.canary?.fullId).toBe(A.fullId);
   });
 
-  test('policy never keeps the stale canary; unknown providers make no stale claim; a recovered id clears the spell', () => {
-    const st = new WatchState(true, { kind: 'never' }, undefined);
+  test('the witness ends when its own client id is live again; the canary keeps its identity', () => {
+    const st = new WatchState(NO_LIMIT, 'list');
     st.adoptCanaryIfNone(A, 0);
     apply(st, { nowSeconds: 0, providers: ['srv-a'], resolved: A, probes: [], holders: [] });
     apply(st, { nowSeconds: 10, providers: [], probes: [], holders: [] });
     expect(st.cached[0]).toMatchObject({ stale: true, staleSinceSeconds: 10 });
     apply(st, { nowSeconds: 100_000, providers: ['srv-b'], resolved: B, probes: [], holders: [] });
-    expect(st.reresolvesTotal).toBe(0);
     expect(st.cached[0]).toMatchObject({ clientId: 'srv-a', stale: true, staleSinceSeconds: 10 });
-    apply(st, { nowSeconds: 100_001, providers: undefined, probes: [], holders: [] });
+    // Unknown providers make no stale claim either way, and do not end the witness.
+    let ev = apply(st, { nowSeconds: 100_001, providers: undefined, probes: [], holders: [] });
+    expect(ev).toEqual({});
     expect(st.cached[0].stale).toBeUndefined();
+    expect(st.canary?.staleSinceSeconds).toBe(10);
     // The same server id came back (fixed --server-id): not stale any more.
-    apply(st, { nowSeconds: 100_002, providers: ['srv-a'], resolved: A, probes: [], holders: [] });
-    expect(st.cached[0]).toMatchObject({ stale: false, staleSinceSeconds: undefined });
+    ev = apply(st, { nowSeconds: 100_002, providers: ['srv-a', 'srv-b'], resolved: B, probes: [], holders: [] });
+    expect(ev.witnessReleased).toEqual({ reason: 'returned', from: A.fullId });
+    expect(st.cached[0]).toMatchObject({ clientId: 'srv-a', stale: false, staleSinceSeconds: undefined, sinceSeconds: 0 });
+    expect(st.releasesTotal).toEqual({ returned: 1 });
+    expect(st.reresolvesTotal).toBe(0);
     expect(st.changesTotal).toBe(3);
   });
 
+  test('with holders the witness ends only when every holder reports a live id and every holder probe succeeded after it began', () => {
+    const holders = [{ name: 'w-id', reportsId: true }, { name: 'w-probe', reportsId: false, probeMethod: 'list_apps' }, { name: 'w-both', reportsId: true, probeMethod: 'list_apps' }];
+    const st = new WatchState(NO_LIMIT, 'list', holders);
+    expect(st.calls.filter((c) => c.via === 'holder').map((c) => `${c.holder}/${c.method}/${c.outcome}`).sort()).toEqual([
+      ...['error', 'never_sent', 'not_found', 'ok', 'timeout'].map((o) => `w-both/list_apps/${o}`),
+      ...['error', 'never_sent', 'not_found', 'ok', 'timeout'].map((o) => `w-probe/list_apps/${o}`),
+    ]);
+    const hp = (holder: string, outcome: ProbeResult['outcome'], at: number) => ({ holder, method: 'list_apps', outcome, seconds: outcome === 'ok' ? 0.2 : 5, atSeconds: at });
+    const onA = [{ name: 'w-id', clientId: 'srv-a' }, { name: 'w-both', clientId: 'srv-a' }];
+    const onB = [{ name: 'w-id', clientId: 'srv-b' }, { name: 'w-both', clientId: 'srv-b' }];
+    st.adoptCanaryIfNone(A, 0);
+    let ev = cycle(st, { nowSeconds: 0, providers: ['srv-a'], resolved: A, probes: [], holders: onA }, [hp('w-probe', 'ok', 0.5), hp('w-both', 'ok', 0.5)]);
+    expect(ev).toEqual({});
+    // Re-registration: everyone is stale. Probes that succeeded before the change count for nothing.
+    ev = cycle(st, { nowSeconds: 15, providers: ['srv-b'], resolved: B, probes: [], holders: onA }, []);
+    expect(ev.canaryBecameStale).toBe(true);
+    expect(ev.witnessReleased).toBeUndefined();
+    // Two holders recovered (re-resolved), the probe-only one still fails.
+    ev = cycle(st, { nowSeconds: 30, providers: ['srv-b'], resolved: B, probes: [], holders: onB }, [hp('w-probe', 'timeout', 35), hp('w-both', 'ok', 31)]);
+    expect(ev.witnessReleased).toBeUndefined();
+    // One holder cannot be read: no evidence, the witness stays.
+    ev = cycle(st, { nowSeconds: 45, providers: ['srv-b'], resolved: B, probes: [], holders: [{ name: 'w-id', error: 'timeout' }, { name: 'w-both', clientId: 'srv-b' }] }, [hp('w-probe', 'ok', 46)]);
+    expect(ev.witnessReleased).toBeUndefined();
+    expect(st.cached[0]).toMatchObject({ holder: 'exporter', clientId: 'srv-a', stale: true });
+    // Everyone agrees (the probe-only holder's last success after the witness began still counts while its probe waits for its interval).
+    ev = cycle(st, { nowSeconds: 60, providers: ['srv-b'], resolved: B, probes: [], holders: onB }, []);
+    expect(ev.witnessReleased).toEqual({ reason: 'holders_agree', from: A.fullId, to: B.fullId });
+    expect(st.cached[0]).toEqual({ holder: 'exporter', clientId: 'srv-b', stale: false, staleSinceSeconds: undefined, sinceSeconds: 60 });
+    expect(st.reresolvesTotal).toBe(1);
+    expect(st.releasesTotal).toEqual({ holders_agree: 1 });
+    const timeouts = st.calls.find((c) => c.via === 'holder' && c.holder === 'w-probe' && c.outcome === 'timeout')!;
+    expect(timeouts.histogram.count).toBe(1);
+    expect(st.holderProbes.map((p) => `${p.holder}:${p.outcome}`)).toEqual(['w-probe:ok', 'w-both:ok']);
+  });
+
+  test('holders that never held the old id release the witness at once: they are the evidence', () => {
+    const st = new WatchState(NO_LIMIT, 'list', [{ name: 'w', reportsId: true }]);
+    st.adoptCanaryIfNone(A, 0);
+    cycle(st, { nowSeconds: 0, providers: ['srv-a', 'srv-b'], resolved: A, probes: [], holders: [{ name: 'w', clientId: 'srv-b' }] }, []);
+    const ev = cycle(st, { nowSeconds: 15, providers: ['srv-b', 'srv-c'], resolved: B, probes: [], holders: [{ name: 'w', clientId: 'srv-b' }] }, []);
+    expect(ev.witnessReleased).toEqual({ reason: 'holders_agree', from: A.fullId, to: B.fullId });
+  });
+
+  test('witness_max bounds the witness, counted from the first stale cycle; 0 (deprecated "immediately") means no witness', () => {
+    const st = new WatchState({ enabled: true, witnessMaxMs: 3_600_000 }, 'list');
+    st.adoptCanaryIfNone(A, 0);
+    apply(st, { nowSeconds: 0, providers: ['srv-a'], resolved: A, probes: [], holders: [] });
+    apply(st, { nowSeconds: 100, providers: ['srv-b'], resolved: B, probes: [], holders: [] });
+    let ev = apply(st, { nowSeconds: 3_699, providers: ['srv-b'], resolved: B, probes: [], holders: [] });
+    expect(ev).toEqual({});
+    // At the bound but the fresh resolution failed: nothing to replace it with yet.
+    ev = apply(st, { nowSeconds: 3_700, providers: ['srv-b'], probes: [], holders: [] });
+    expect(ev).toEqual({});
+    ev = apply(st, { nowSeconds: 3_715, providers: ['srv-b'], resolved: B, probes: [], holders: [] });
+    expect(ev.witnessReleased).toEqual({ reason: 'max_age', from: A.fullId, to: B.fullId });
+    expect(st.cached[0]).toMatchObject({ clientId: 'srv-b', stale: false });
+    expect(st.reresolvesTotal).toBe(1);
+
+    const now = new WatchState({ enabled: true, witnessMaxMs: 0 }, 'list');
+    now.adoptCanaryIfNone(A, 1);
+    apply(now, { nowSeconds: 1, providers: ['srv-a', 'srv-b'], resolved: A, probes: [], holders: [] });
+    for (let t = 2; t < 10; t++) expect(apply(now, { nowSeconds: t, providers: ['srv-b', 'srv-a'], resolved: t % 2 ? A : B, probes: [], holders: [] })).toEqual({});
+    expect(now.cached[0].stale).toBe(false);
+    ev = apply(now, { nowSeconds: 10, providers: ['srv-b', 'srv-c'], resolved: B, probes: [], holders: [] });
+    expect(ev.canaryBecameStale).toBe(true);
+    expect(ev.witnessReleased).toMatchObject({ reason: 'max_age', to: B.fullId });
+    expect(now.cached[0]).toMatchObject({ clientId: 'srv-b', stale: false });
+  });
+
+  test('an operator release names the witness\'s client id; other ids leave it alone', () => {
+    const other = new WatchState({ enabled: true, releasedClientIds: ['srv-x'] }, 'list');
+    other.adoptCanaryIfNone(A, 0);
+    apply(other, { nowSeconds: 0, providers: ['srv-b'], resolved: B, probes: [], holders: [] });
+    expect(other.cached[0]).toMatchObject({ clientId: 'srv-a', stale: true });
+    const st = new WatchState({ enabled: true, releasedClientIds: ['srv-a'] }, 'list');
+    st.adoptCanaryIfNone(A, 0);
+    const ev = apply(st, { nowSeconds: 0, providers: ['srv-b'], resolved: B, probes: [], holders: [] });
+    expect(ev.witnessReleased).toEqual({ reason: 'operator', from: A.fullId, to: B.fullId });
+    expect(st.releasesTotal).toEqual({ operator: 1 });
+  });
+
+  test('reload carry-over: a new state seeded from the last sample keeps the witness, the counters and the histograms', () => {
+    const holders = [{ name: 'w', reportsId: true, probeMethod: 'list_apps' }];
+    const st = new WatchState(NO_LIMIT, 'list', holders);
+    st.adoptCanaryIfNone(A, 0);
+    cycle(st, { nowSeconds: 0, providers: ['srv-a'], resolved: A, probes: [probe('cached', 'ok', 0.01)], holders: [{ name: 'w', clientId: 'srv-a' }] },
+      [{ holder: 'w', method: 'list_apps', outcome: 'ok', seconds: 0.1, atSeconds: 0 }]);
+    cycle(st, { nowSeconds: 15, providers: ['srv-b'], resolved: B, probes: [probe('cached', 'timeout', 5)], holders: [{ name: 'w', clientId: 'srv-a' }] },
+      [{ holder: 'w', method: 'list_apps', outcome: 'timeout', seconds: 5, atSeconds: 20 }]);
+    const seed: WatchedServiceSample = {
+      service: 'public/artifact-manager', health: { ...newSourceHealth('hypha_service', 'public/artifact-manager'), up: false },
+      providers: undefined, cached: [], clientIdChangesTotal: st.changesTotal, lastChangeSeconds: st.lastChangeSeconds, canaryReresolvesTotal: 4,
+      calls: st.calls, lastProbes: {}, canary: st.canary, knownProviders: st.knownProviders, witnessReleasesTotal: { max_age: 4 }, holderProbes: st.holderProbes,
+    };
+    // The reload changed the probe method: the old series stay, the new method gets zero series.
+    const next = new WatchState(NO_LIMIT, 'read', holders, seed);
+    expect(next.canary).toEqual({ ...A, sinceSeconds: 0, staleSinceSeconds: 15 });
+    expect(next.changesTotal).toBe(1);
+    expect(next.reresolvesTotal).toBe(4);
+    expect(next.releasesTotal).toEqual({ max_age: 4 });
+    expect(next.calls.find((c) => c.method === 'list' && c.via === 'cached' && c.outcome === 'timeout')?.histogram.count).toBe(1);
+    expect(next.calls.find((c) => c.method === 'read' && c.via === 'cached' && c.outcome === 'ok')?.histogram.count).toBe(0);
+    expect(next.calls.find((c) => c.via === 'holder' && c.outcome === 'timeout')?.histogram.count).toBe(1);
+    expect(next.adoptCanaryIfNone(B, 30)).toBe(false);
+    // The same provider set is no change; the witness goes on (stale since 15, not since the reload).
+    const ev = cycle(next, { nowSeconds: 30, providers: ['srv-b'], resolved: B, probes: [], holders: [{ name: 'w', clientId: 'srv-a' }] }, []);
+    expect(ev).toEqual({});
+    expect(next.changesTotal).toBe(1);
+    expect(next.cached[0]).toEqual({ holder: 'exporter', clientId: 'srv-a', stale: true, staleSinceSeconds: 15, sinceSeconds: 0 });
+    // Without carry-over (the old behaviour of a reload) the canary would be the fresh id and nothing stale.
+    const fresh = new WatchState(NO_LIMIT, 'read', holders);
+    fresh.adoptCanaryIfNone(B, 30);
+    cycle(fresh, { nowSeconds: 30, providers: ['srv-b'], resolved: B, probes: [], holders: [] }, []);
+    expect(fresh.cached[0].stale).toBe(false);
+  });
+
+  test('a seed of a disabled canary is not continued', () => {
+    const seed: WatchedServiceSample = {
+      service: 's/x', health: newSourceHealth('hypha_service', 's/x'), cached: [], clientIdChangesTotal: 0, canaryReresolvesTotal: 0, calls: [], lastProbes: {},
+      canary: { ...A, sinceSeconds: 0, staleSinceSeconds: 5 },
+    };
+    expect(new WatchState({ enabled: false }, undefined, [], seed).canary).toBeUndefined();
+  });
+
   test('canary disabled: only holders are reported', () => {
-    const st = new WatchState(false, { kind: 'never' }, undefined);
+    const st = new WatchState({ enabled: false }, undefined);
     expect(st.adoptCanaryIfNone(A, 0)).toBe(false);
     apply(st, { nowSeconds: 0, providers: ['srv-a'], resolved: A, probes: [], holders: [{ name: 'w1', clientId: 'srv-x' }, { name: 'w2', error: 'boom' }] });
     expect(st.cached).toEqual([
@@ -97,8 +211,20 @@ describe('WatchState', () => {
     expect(st.cached).toEqual([{ holder: 'w1', clientId: 'srv-x', stale: false, staleSinceSeconds: undefined, sinceSeconds: 0 }]);
   });
 
+  test('a fresh path that tried several providers records every attempt; its verdict is the probe result', () => {
+    const st = new WatchState(NO_LIMIT, 'list');
+    const dead = { ...probe('fresh', 'timeout', 2), target: 'public/dead:artifact-manager' };
+    const alive = { ...probe('fresh', 'ok', 0.01), target: 'public/alive:artifact-manager' };
+    st.applyRegistry({ nowSeconds: 0, providers: ['dead', 'alive'] });
+    st.applyCalls({ nowSeconds: 0, probes: [{ ...alive, attempts: 2 }], holders: [], freshAttempts: [dead, alive] });
+    expect(st.lastProbes.fresh).toMatchObject({ outcome: 'ok', attempts: 2 });
+    const fresh = (o: string) => st.calls.find((c) => c.via === 'fresh' && c.outcome === o)!.histogram.count;
+    expect(fresh('timeout')).toBe(1);
+    expect(fresh('ok')).toBe(1);
+  });
+
   test('probe durations accumulate per (method, via, outcome), with zero series for the configured method', () => {
-    const st = new WatchState(true, { kind: 'never' }, 'list');
+    const st = new WatchState(NO_LIMIT, 'list');
     expect(st.calls).toHaveLength(10);
     apply(st, { nowSeconds: 0, providers: [], probes: [probe('cached', 'timeout', 5.002), probe('fresh', 'ok', 0.0009), probe('fresh', 'ok', 0.03)], holders: [] });
     const timeout = st.calls.find((c) => c.via === 'cached' && c.outcome === 'timeout')!;

@@ -48,6 +48,9 @@ export class HyphaSource implements Source {
   readonly #tracker = new RegistrationTracker();
   readonly #mappings: Map<string, ClusterMapping>;
   readonly #startedSeconds = Date.now() / 1000;
+  get #connectTimeoutMs(): number {
+    return Math.max(this.opts.registration.timeoutMs, 5000);
+  }
   readonly #eventsTotal: Record<string, number> = {};
   #health: SourceHealth;
   #conn: HyphaConnection | undefined;
@@ -61,20 +64,32 @@ export class HyphaSource implements Source {
   readonly #confirm = new CauseConfirmation(CAUSE_CONFIRM_MAX_MS, (cluster) => this.store.requestFresh('ray', cluster), () => this.#evaluate());
   #stopped = false;
   #unsubscribeStore: (() => void) | undefined;
+  #inheritedCounts: { reconnects: number; events: Record<string, number> } | undefined;
 
   constructor(
     private readonly opts: HyphaSourceOptions,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
   ) {
-    this.#health = newSourceHealth(HYPHA_SOURCE_KIND, opts.server.name);
+    // A source restarted by a reload continues its predecessor: health, the published evaluation
+    // and the tracker's history (missing spells, ever registered), so a reload is not an outage.
+    const inherited = store.get().hypha;
+    const previous = inherited?.target === opts.server.name ? inherited : undefined;
+    this.#health = newSourceHealth(HYPHA_SOURCE_KIND, opts.server.name, opts.registration.intervalMs / 1000, previous?.health);
+    if (previous) {
+      this.#apps = previous.apps.filter((a) => opts.rayClusters.includes(a.cluster));
+      this.#workers = previous.workers;
+      this.#tracker.seed(this.#apps);
+      this.#inheritedCounts = { reconnects: previous.reconnectsTotal, events: { ...previous.eventsTotal } };
+      Object.assign(this.#eventsTotal, previous.eventsTotal);
+    }
     this.#mappings = new Map(opts.rayClusters.map((c) => [c, opts.registration.clusters.find((m) => m.cluster === c) ?? defaultClusterMapping(c)]));
     this.#client = new HyphaClient({
       serverUrl: opts.server.serverUrl,
       workspace: opts.server.workspace,
       token: opts.server.token,
       callTimeoutMs: opts.registration.timeoutMs,
-      connectTimeoutMs: Math.max(opts.registration.timeoutMs, 5000),
+      connectTimeoutMs: this.#connectTimeoutMs,
       events: REGISTRY_EVENTS,
       logger: log,
     });
@@ -159,10 +174,14 @@ export class HyphaSource implements Source {
 
   async #sample(): Promise<void> {
     const started = performance.now();
-    const conn = this.#client.connection;
+    let conn = this.#client.connection;
+    if (!conn && this.#client.lastError === undefined) {
+      // The first connection is still being made: that is startup, not an error to count.
+      conn = await this.#client.waitUntilUp(this.#connectTimeoutMs).catch(() => undefined);
+    }
     if (!conn) {
       // Not connected: the client is retrying on its own; report why.
-      const err = this.#client.lastError ?? new HyphaError('connect', 'connect', 'not connected to Hypha yet');
+      const err = this.#client.lastError ?? new HyphaError('timeout', 'connect', `no connection to Hypha within ${this.#connectTimeoutMs} ms`);
       this.#recordFailure(err, started);
       return;
     }
@@ -261,8 +280,21 @@ export class HyphaSource implements Source {
       if (s.up && before !== undefined && !before.up) this.log.info({ worker: s.worker }, 'bioengine worker answers again');
     }
     if (this.#stopped) return;
-    this.#workers = samples;
+    this.#workers = samples.map((w) => ({ ...w, rayCluster: this.#clusterOfWorker(w, conn.workspace) }));
     this.#evaluate();
+  }
+
+  /**
+   * The Ray cluster a worker serves, only where the config leaves no doubt: its client id is pinned
+   * by one mapping, or one mapping alone covers its workspace. A guess could page a healthy worker
+   * for another cluster's app of the same name.
+   */
+  #clusterOfWorker(w: WorkerSample, connectionWorkspace: string): string | undefined {
+    const bioengine = [...this.#mappings.entries()].filter(([, m]) => m.bioengine.enabled);
+    const pinned = bioengine.filter(([, m]) => m.bioengine.workerClientId === w.clientId);
+    if (pinned.length > 0) return pinned.length === 1 ? pinned[0][0] : undefined;
+    const byWorkspace = bioengine.filter(([, m]) => m.bioengine.workerClientId === undefined && (m.bioengine.workspace ?? connectionWorkspace) === w.workspace);
+    return byWorkspace.length === 1 ? byWorkspace[0][0] : undefined;
   }
 
   // ---------------------------------------------------------------- evaluation
@@ -303,7 +335,7 @@ export class HyphaSource implements Source {
         }
         const expected = new Map<string, ExpectedService>();
         for (const app of sample.state.apps) {
-          const e = expectedService(cluster, app, mapping, conn.workspace, dir);
+          const e = expectedService(cluster, app, mapping, conn.workspace, dir, this.#tracker.lastWorkerClientId(cluster, app.name));
           if (e) expected.set(app.name, e);
         }
         const workspaces = new Set([...expected.values()].map((e) => e.workspace));
@@ -342,6 +374,7 @@ export class HyphaSource implements Source {
       if (!a.settled || (p && p.state === a.state && p.providerClientId === a.providerClientId)) continue;
       const fields = { cluster: a.cluster, app: a.app, service: a.service, state: a.state, provider_client_id: a.providerClientId, mismatch: a.clientIdMismatch };
       if (a.registered) this.log.info(fields, p ? 'hypha registration changed' : 'hypha registration present');
+      else if (a.state === 'not_running') this.log.info(fields, 'hypha registration not due: app not running');
       else this.log.warn(fields, 'hypha registration missing');
     }
   }
@@ -352,7 +385,7 @@ export class HyphaSource implements Source {
     const sample: HyphaSample = {
       target: this.target,
       health: this.#health,
-      reconnectsTotal: this.#client.reconnects,
+      reconnectsTotal: this.#client.reconnects + (this.#inheritedCounts?.reconnects ?? 0),
       generation: this.#client.generation,
       workspace: conn?.workspace,
       serverId: conn?.info.serverId,

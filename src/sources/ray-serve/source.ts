@@ -21,13 +21,18 @@ export class RayServeSource implements Source {
   #malformedTotal = 0;
   #stopped = false;
   #unsubscribe: (() => void) | undefined;
+  /** What a predecessor (replaced by a reload) last published: served until this source's first sample. */
+  readonly #inherited: RayClusterSample | undefined;
 
   constructor(
     private readonly cfg: RayClusterConfig,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
   ) {
-    this.#health = newSourceHealth('ray', cfg.name);
+    this.#inherited = store.get().ray.get(cfg.name);
+    this.#health = newSourceHealth('ray', cfg.name, cfg.intervalMs / 1000, this.#inherited?.health);
+    this.#appsDroppedTotal = this.#inherited?.appsDroppedTotal ?? 0;
+    this.#malformedTotal = this.#inherited?.malformedTotal ?? 0;
     this.#poller = new Poller(cfg.intervalMs, () => this.#sample(), (e) => this.log.error({ err: errorMessage(e) }, 'ray sampler bug'));
   }
 
@@ -36,7 +41,7 @@ export class RayServeSource implements Source {
   }
 
   start(): void {
-    this.#publish(undefined);
+    this.#publish(this.#inherited?.state);
     this.#unsubscribe = this.store.onFreshRequest('ray', this.cfg.name, () => void this.#poller.runFresh());
     this.#poller.start();
   }
@@ -78,7 +83,8 @@ export class RayServeSource implements Source {
       const parsed = parseServeInstance(json);
       if (parsed.malformed.length > 0) {
         this.#malformedTotal += parsed.malformed.length;
-        this.#health.errors.schema += 1;
+        // A new object: the previous health is part of a published snapshot.
+        this.#health = { ...this.#health, errors: { ...this.#health.errors, schema: this.#health.errors.schema + 1 } };
         this.log.warn({ cluster: this.cfg.name, skipped: parsed.malformed.slice(0, 5) }, 'skipped malformed entries in the Serve API answer');
       }
       let apps = parsed.apps;

@@ -1,7 +1,7 @@
 import type { Logger } from '../../log';
-import type { HolderConfig, WatchedServiceConfig } from '../../config/services-schema';
+import type { HolderConfig, ProbeCall, WatchedServiceConfig } from '../../config/services-schema';
 import type { SnapshotStore } from '../../snapshot/store';
-import { CallVia, ProbeResult, WatchedServiceSample } from '../../snapshot/services';
+import { HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
 import { failedHealth, newSourceHealth, SampleErrorReason, SourceHealth } from '../../snapshot/types';
 import { errorMessage } from '../../util/errors';
 import { HyphaClient, HyphaConnectOptions, HyphaConnection, RemoteService } from '../hypha/client';
@@ -9,7 +9,7 @@ import { HyphaError, sampleReason, toHyphaError } from '../hypha/errors';
 import { Poller, Source } from '../poller';
 import { readHeldClientId } from './holder-field';
 import { outcomeOf } from './outcome';
-import { HolderReading, WatchState } from './state';
+import { CycleEvents, HolderReading, HolderSpec, WatchState } from './state';
 
 /** Where the watched services are looked up: one Hypha server, as the exporter's identity there. */
 export interface WatchedServicesConnection {
@@ -19,17 +19,20 @@ export interface WatchedServicesConnection {
 }
 
 /** Health kind of a watched-service source in hypha_serve_source_up (target = the service id). */
-// Reported as a Hypha upstream: the rules' and inhibitions' "Hypha is down" guards then cover
-// watched services too; target (the service id) tells it from the registry connection.
-export const SERVICE_SOURCE_KIND = 'hypha' as const;
+// Not "hypha": a failing watched-service connection must silence only what derives from that
+// service, never the registration alerts of the registry connection (issue 12 defect 1).
+export const SERVICE_SOURCE_KIND = 'hypha_service' as const;
+
+/** At most this many other live providers are tried when the first fresh call fails. */
+const MAX_FRESH_RETRIES = 3;
 
 /**
  * Watches one service (e.g. public/artifact-manager) on its own Hypha
  * connection. Each cycle: list the live providers, resolve the service anew,
  * probe it through the fresh proxy and through the canary — the proxy this
- * exporter resolved once and keeps, like a worker does — and read the ids
- * configured holders report. Everything is bounded by the per-call timeout;
- * nothing here runs on a scrape.
+ * exporter resolved once and keeps, like a worker does — read the ids
+ * configured holders report and probe through holders' cached proxies.
+ * Everything is bounded by per-call timeouts; nothing here runs on a scrape.
  */
 export class WatchedServiceSource implements Source {
   readonly kind = SERVICE_SOURCE_KIND;
@@ -38,12 +41,17 @@ export class WatchedServiceSource implements Source {
   readonly #state: WatchState;
   #health: SourceHealth;
   #stopped = false;
+  /** A reload restarted this source: the previous sample stays published until the first own one. */
+  readonly #continued: boolean;
+  /** "source down" was logged for the current down spell (once, then debug). */
+  #downLogged = false;
   /** The proxy object of the canary while its connection generation lives; after that its id is addressed directly. */
   #canaryProxy: RemoteService | undefined;
-  #lastOutcome: Partial<Record<CallVia, string>> = {};
+  #lastOutcome: Partial<Record<string, string>> = {};
   #holderErrors = new Map<string, string>();
   /** Start of the current up spell: probe results from before an outage are not republished. */
   #upSinceSeconds = 0;
+  #lastResolved: { clientId?: string; error?: string } = {};
 
   constructor(
     private readonly cfg: WatchedServiceConfig,
@@ -51,8 +59,18 @@ export class WatchedServiceSource implements Source {
     private readonly store: SnapshotStore,
     private readonly log: Logger,
   ) {
-    this.#health = newSourceHealth(SERVICE_SOURCE_KIND, cfg.service);
-    this.#state = new WatchState(cfg.canary.enabled, cfg.canary.policy, cfg.probe?.method);
+    // A source restarted by a reload continues its predecessor: health and counters,
+    // histograms, and above all the witness (a reload is not evidence that clients recovered).
+    const prev = store.get().services?.get(cfg.service);
+    this.#continued = prev !== undefined;
+    this.#health = newSourceHealth(SERVICE_SOURCE_KIND, cfg.service, cfg.intervalMs / 1000, prev?.health);
+    this.#downLogged = prev !== undefined && !prev.health.up && prev.health.lastError !== undefined;
+    if (prev?.health.up) {
+      for (const p of Object.values(prev.lastProbes)) this.#lastOutcome[p.via] = p.outcome;
+      this.#lastResolved = { clientId: prev.resolvedClientId, error: prev.resolveError };
+    }
+    const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
+    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, prev);
     this.#client = new HyphaClient({
       ...conn.options,
       callTimeoutMs: cfg.timeoutMs,
@@ -67,8 +85,16 @@ export class WatchedServiceSource implements Source {
   }
 
   start(): void {
+    if (this.cfg.canary.deprecatedReresolveAfter !== undefined) {
+      this.log.warn({ service: this.cfg.service, reresolve_after: this.cfg.canary.deprecatedReresolveAfter },
+        'canary.reresolve_after is deprecated and read as canary.witness_max: a stale canary is released after that time even though long-lived clients may still be stuck');
+    }
+    const w = this.#state.canary;
+    if (w?.staleSinceSeconds !== undefined) {
+      this.log.info({ service: this.cfg.service, witness: w.fullId, since: w.staleSinceSeconds }, 'continuing the stale canary as the witness');
+    }
     this.#client.start();
-    this.#publish(undefined, undefined);
+    if (!this.#continued) this.#publish();
     this.#poller.start();
   }
 
@@ -100,6 +126,16 @@ export class WatchedServiceSource implements Source {
     let providers: string[];
     try {
       conn = this.#client.connection ?? (await this.#client.waitUntilUp(timeoutMs));
+    } catch (e) {
+      // Still in the very first connection attempt: starting up is not an error.
+      if (this.#client.generation === 0 && this.#client.lastError === undefined && this.#client.state === 'connecting') {
+        this.log.debug({ service: this.cfg.service }, 'first connection to Hypha still in progress');
+        return;
+      }
+      this.#fail(e, started);
+      return;
+    }
+    try {
       const list = await conn.listServices({ workspace: this.cfg.workspace, serviceId: this.cfg.serviceId }, { timeoutMs });
       providers = list.filter((s) => s.workspace === this.cfg.workspace && s.serviceId === this.cfg.serviceId).map((s) => s.clientId);
     } catch (e) {
@@ -129,20 +165,21 @@ export class WatchedServiceSource implements Source {
       this.log.info({ service: this.cfg.service, from: ev.providersChanged.from, to: ev.providersChanged.to }, 'providers of the watched service changed');
     }
     if (ev.canaryBecameStale) {
-      this.log.warn({ service: this.cfg.service, cached: this.#state.canary?.clientId, providers }, 'canary proxy is stale: its client id is no longer among the live providers');
+      this.log.warn({ service: this.cfg.service, cached: this.#state.canary?.clientId, providers, holders: this.cfg.holders.length },
+        'canary proxy is stale: its client id is no longer among the live providers; it is kept as the witness for long-lived clients');
     }
-    if (ev.canaryReresolved) {
-      this.#canaryProxy = fresh;
-      this.log.warn({ service: this.cfg.service, from: ev.canaryReresolved.from, to: ev.canaryReresolved.to }, 'stale canary proxy re-resolved under the re-resolve policy');
-    }
+    this.#logRelease(ev, fresh);
     const wasUp = this.#health.up;
     this.#health = { ...this.#health, up: true, lastSuccessSeconds: Date.now() / 1000 };
+    this.#downLogged = false;
     if (!wasUp) this.#upSinceSeconds = nowSeconds;
     if (!wasUp) this.log.info({ service: this.cfg.service, hypha: this.conn.name, providers }, 'watched-service source up');
-    this.#publish(resolved?.clientId, resolveError?.message);
+    this.#lastResolved = { clientId: resolved?.clientId, error: resolveError?.message };
+    this.#publish();
 
-    const probes: Promise<ProbeResult>[] = [];
     const probe = this.cfg.probe;
+    let cachedProbe: Promise<ProbeResult | undefined> = Promise.resolve(undefined);
+    let freshProbe: Promise<{ result: ProbeResult; attempts: ProbeResult[] } | undefined> = Promise.resolve(undefined);
     if (probe) {
       const canary = this.#state.canary;
       if (canary) {
@@ -151,32 +188,29 @@ export class WatchedServiceSource implements Source {
         // instead reconnects underneath and keeps addressing the same client, which
         // is what calling the cached id on the current connection does.
         const viaProxy = proxy !== undefined && proxy.generation === conn.generation && proxy.id === canary.fullId;
-        probes.push(this.#timed('cached', probe.method, canary.fullId, () =>
+        cachedProbe = this.#timed('cached', probe.method, canary.fullId, () =>
           viaProxy
             ? proxy.call(probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs })
-            : conn.callDirect(canary.fullId, probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs })));
+            : conn.callDirect(canary.fullId, probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }));
       }
-      if (fresh) {
-        const f = fresh;
-        probes.push(this.#timed('fresh', probe.method, f.id, () => f.call(probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs })));
-      } else if (resolveError) {
+      const first: Promise<ProbeResult> = fresh
+        ? this.#timed('fresh', probe.method, fresh.id, () => fresh!.call(probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }))
         // The fresh path fails at resolution: that is what a newly started worker would see.
-        probes.push(Promise.resolve<ProbeResult>({
-          via: 'fresh', method: probe.method, outcome: outcomeOf(resolveError.kind), seconds: resolveSeconds,
-          error: resolveError.message, atSeconds: Date.now() / 1000,
-        }));
-      }
+        : Promise.resolve<ProbeResult>({
+          via: 'fresh', method: probe.method, outcome: outcomeOf(resolveError?.kind ?? 'remote'), seconds: resolveSeconds,
+          error: resolveError?.message, atSeconds: Date.now() / 1000,
+        });
+      freshProbe = first.then((r) => this.#retryFresh(conn, probe, r, fresh?.clientId, providers));
     }
-    const [results, holders] = await Promise.all([Promise.all(probes), Promise.all(this.cfg.holders.map((h) => this.#readHolder(conn, h)))]);
-    this.#state.applyCalls({ nowSeconds: Date.now() / 1000, probes: results, holders });
+    const holderReads = this.cfg.holders.filter((h) => h.method !== undefined).map((h) => this.#readHolder(conn, h));
+    const holderProbes = this.cfg.holders.filter((h) => h.probe !== undefined && this.#holderProbeDue(h, nowSeconds)).map((h) => this.#probeHolder(conn, h));
+    const [c, f, holders, hps] = await Promise.all([cachedProbe, freshProbe, Promise.all(holderReads), Promise.all(holderProbes)]);
+    const results = [c, f?.result].filter((r): r is ProbeResult => r !== undefined);
+    const callEv = this.#state.applyCalls({ nowSeconds: Date.now() / 1000, probes: results, holders, holderProbes: hps, freshAttempts: f && f.attempts.length > 1 ? f.attempts : undefined });
+    this.#logRelease(callEv, undefined);
 
-    for (const r of results) {
-      if (this.#lastOutcome[r.via] !== r.outcome) {
-        const level = r.outcome === 'ok' ? 'info' : 'warn';
-        this.log[level]({ service: this.cfg.service, via: r.via, outcome: r.outcome, seconds: r.seconds, target: r.target, error: r.error }, 'probe outcome changed');
-        this.#lastOutcome[r.via] = r.outcome;
-      }
-    }
+    for (const r of results) this.#logOutcome(r.via, r.outcome, { via: r.via, seconds: r.seconds, target: r.target, error: r.error, attempts: r.attempts });
+    for (const r of hps) this.#logOutcome(`holder:${r.holder}`, r.outcome, { holder: r.holder, method: r.method, seconds: r.seconds, error: r.error });
     let holderFailures = 0;
     for (const h of holders) {
       if (h.error !== undefined) holderFailures++;
@@ -192,10 +226,68 @@ export class WatchedServiceSource implements Source {
       // A holder that cannot be read is a partial failure: counted, the rest stays up.
       errors: holderFailures > 0 ? { ...this.#health.errors, rpc: this.#health.errors.rpc + holderFailures } : this.#health.errors,
     };
-    this.#publish(resolved?.clientId, resolveError?.message);
+    this.#publish();
   }
 
-  async #timed(via: CallVia, method: string, target: string, call: () => Promise<unknown>): Promise<ProbeResult> {
+  /**
+   * A listed provider can be dead (a Hypha server killed hard stays listed for
+   * tens of seconds) and random resolution picks it now and then. The fresh path
+   * answers "does a fresh resolution work": when the first provider does not
+   * answer (timeout, not found), other live providers are tried explicitly in
+   * parallel, so the verdict does not flip with the random pick. Application
+   * errors and calls that never left this process are not retried: another
+   * provider would not change them.
+   */
+  async #retryFresh(conn: HyphaConnection, probe: ProbeCall, first: ProbeResult, firstClientId: string | undefined, providers: readonly string[]):
+    Promise<{ result: ProbeResult; attempts: ProbeResult[] }> {
+    const one = { ...first, attempts: 1 };
+    if (first.outcome !== 'timeout' && first.outcome !== 'not_found') return { result: one, attempts: [one] };
+    const others = providers.filter((p) => p !== firstClientId).slice(0, MAX_FRESH_RETRIES);
+    if (others.length === 0) return { result: one, attempts: [one] };
+    const { timeoutMs } = this.cfg;
+    const retries = await Promise.all(others.map(async (clientId): Promise<ProbeResult> => {
+      const id = `${this.cfg.workspace}/${clientId}:${this.cfg.serviceId}`;
+      const t0 = performance.now();
+      let svc: RemoteService;
+      try {
+        svc = await conn.getService(id, { timeoutMs });
+      } catch (e) {
+        const err = toHyphaError(e, 'getService', this.#secrets());
+        return { via: 'fresh', method: probe.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t0) / 1000, target: id, error: err.message, atSeconds: Date.now() / 1000 };
+      }
+      return this.#timed('fresh', probe.method, svc.id, () => svc.call(probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }));
+    }));
+    const attempts = [first, ...retries];
+    const ok = retries.find((r) => r.outcome === 'ok');
+    return { result: { ...(ok ?? first), attempts: attempts.length }, attempts };
+  }
+
+  #logRelease(ev: CycleEvents, fresh: RemoteService | undefined): void {
+    const r = ev.witnessReleased;
+    if (!r) return;
+    if (r.to !== undefined) this.#canaryProxy = fresh && fresh.id === r.to ? fresh : undefined;
+    const why: Record<string, string> = {
+      returned: 'its client id is a live provider again',
+      holders_agree: 'every configured holder reports a live id (and its probe succeeded)',
+      max_age: 'canary.witness_max has passed; long-lived clients may still be stuck',
+      operator: 'its client id is listed in canary.released_client_ids',
+    };
+    this.log.warn({ service: this.cfg.service, reason: r.reason, from: r.from, to: r.to }, `witness released: ${why[r.reason]}`);
+  }
+
+  #logOutcome(key: string, outcome: string, fields: Record<string, unknown>): void {
+    if (this.#lastOutcome[key] === outcome) return;
+    const level = outcome === 'ok' ? 'info' : 'warn';
+    this.log[level]({ service: this.cfg.service, outcome, ...fields }, 'probe outcome changed');
+    this.#lastOutcome[key] = outcome;
+  }
+
+  #holderProbeDue(h: HolderConfig, nowSeconds: number): boolean {
+    const last = this.#state.holderProbeAt(h.name);
+    return last === undefined || !h.probe || (nowSeconds - last) * 1000 >= h.probe.intervalMs;
+  }
+
+  async #timed(via: ProbeVia, method: string, target: string, call: () => Promise<unknown>): Promise<ProbeResult> {
     const t0 = performance.now();
     try {
       await call();
@@ -208,12 +300,14 @@ export class WatchedServiceSource implements Source {
   }
 
   async #readHolder(conn: HyphaConnection, h: HolderConfig): Promise<HolderReading> {
+    const method = h.method;
+    if (method === undefined) return { name: h.name };
     try {
       const svc = await conn.getService(h.service, { timeoutMs: this.cfg.timeoutMs });
-      const result = await svc.call(h.method, h.args, { kwargs: kwargsOf(h.kwargs), timeoutMs: this.cfg.timeoutMs });
+      const result = await svc.call(method, h.args, { kwargs: kwargsOf(h.kwargs), timeoutMs: this.cfg.timeoutMs });
       const clientId = readHeldClientId(result, h.field);
       if (clientId === undefined) {
-        return { name: h.name, error: `${h.method} returned no client id${h.field ? ` at ${h.field.join('.')}` : ''}` };
+        return { name: h.name, error: `${method} returned no client id${h.field ? ` at ${h.field.join('.')}` : ''}` };
       }
       return { name: h.name, clientId };
     } catch (e) {
@@ -221,39 +315,74 @@ export class WatchedServiceSource implements Source {
     }
   }
 
+  /**
+   * A read-only call to the holder that goes through ITS cached proxy of the
+   * watched service (BioEngine's admin list_apps reads through the worker's
+   * artifact-manager proxy): the only view of a real client's handle when the
+   * client does not report the id it holds. Timed from the call, after the
+   * holder itself was resolved; a holder that cannot be resolved fails the probe.
+   */
+  async #probeHolder(conn: HyphaConnection, h: HolderConfig): Promise<HolderProbeResult> {
+    const p = h.probe!;
+    const t0 = performance.now();
+    let svc: RemoteService;
+    try {
+      svc = await conn.getService(p.service, { timeoutMs: this.cfg.timeoutMs });
+    } catch (e) {
+      const err = toHyphaError(e, `holder ${h.name}`, this.#secrets());
+      return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t0) / 1000, error: `resolving ${p.service}: ${err.message}`, atSeconds: Date.now() / 1000 };
+    }
+    const t1 = performance.now();
+    try {
+      await svc.call(p.method, p.args, { kwargs: kwargsOf(p.kwargs), timeoutMs: p.timeoutMs });
+      return { holder: h.name, method: p.method, outcome: 'ok', seconds: (performance.now() - t1) / 1000, atSeconds: Date.now() / 1000 };
+    } catch (e) {
+      const err = toHyphaError(e, `holder ${h.name} ${p.method}`, this.#secrets());
+      return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t1) / 1000, error: err.message, atSeconds: Date.now() / 1000 };
+    }
+  }
+
   #fail(e: unknown, started: number): void {
     const err = toHyphaError(e, 'sample', this.#secrets());
     const reason: SampleErrorReason = sampleReason(err.kind);
-    const wasUp = this.#health.up;
     this.#health = failedHealth(this.#health, reason, err.message, (performance.now() - started) / 1000);
-    if (wasUp || this.#health.lastSuccessSeconds === undefined) {
+    // Once per down spell (also before the first success): repeats are debug.
+    if (!this.#downLogged) {
       this.log.warn({ service: this.cfg.service, hypha: this.conn.name, reason, error: err.message }, 'watched-service source down');
+      this.#downLogged = true;
     } else {
       this.log.debug({ service: this.cfg.service, reason, error: err.message }, 'watched-service sample failed');
     }
-    this.#publish(undefined, undefined);
+    this.#publish();
   }
 
   #secrets() {
     return [this.conn.options.token];
   }
 
-  #publish(resolvedClientId: string | undefined, resolveError: string | undefined): void {
+  #publish(): void {
     if (this.#stopped) return;
     const up = this.#health.up;
+    const st = this.#state;
     const sample: WatchedServiceSample = {
       service: this.cfg.service,
       health: this.#health,
       // While down nothing current is known: no provider, resolution or cached series.
-      providers: up ? this.#state.providers : undefined,
-      resolvedClientId: up ? resolvedClientId : undefined,
-      resolveError: up ? resolveError : undefined,
-      cached: up ? this.#state.cached : [],
-      clientIdChangesTotal: this.#state.changesTotal,
-      lastChangeSeconds: this.#state.lastChangeSeconds,
-      canaryReresolvesTotal: this.#state.reresolvesTotal,
-      calls: this.#state.calls,
-      lastProbes: up ? currentProbes(this.#state.lastProbes, this.#upSinceSeconds) : {},
+      providers: up ? st.providers : undefined,
+      resolvedClientId: up ? this.#lastResolved.clientId : undefined,
+      resolveError: up ? this.#lastResolved.error : undefined,
+      cached: up ? st.cached : [],
+      clientIdChangesTotal: st.changesTotal,
+      lastChangeSeconds: st.lastChangeSeconds,
+      canaryReresolvesTotal: st.reresolvesTotal,
+      calls: st.calls,
+      lastProbes: up ? currentProbes(st.lastProbes, this.#upSinceSeconds) : {},
+      canary: st.canary,
+      knownProviders: st.knownProviders,
+      holdersConfigured: this.cfg.holders.length,
+      witnessMaxSeconds: this.cfg.canary.witnessMaxMs === undefined ? undefined : this.cfg.canary.witnessMaxMs / 1000,
+      witnessReleasesTotal: st.releasesTotal,
+      holderProbes: st.holderProbes,
     };
     const service = this.cfg.service;
     this.store.update((s) => {
@@ -264,8 +393,8 @@ export class WatchedServiceSource implements Source {
   }
 }
 
-function currentProbes(all: Partial<Record<CallVia, ProbeResult>>, sinceSeconds: number): Partial<Record<CallVia, ProbeResult>> {
-  const out: Partial<Record<CallVia, ProbeResult>> = {};
+function currentProbes(all: Partial<Record<ProbeVia, ProbeResult>>, sinceSeconds: number): Partial<Record<ProbeVia, ProbeResult>> {
+  const out: Partial<Record<ProbeVia, ProbeResult>> = {};
   for (const p of Object.values(all)) if (p.atSeconds >= sinceSeconds) out[p.via] = p;
   return out;
 }

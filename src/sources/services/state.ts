@@ -1,4 +1,3 @@
-import type { CanaryPolicy } from '../../config/services-schema';
 import {
   CALL_OUTCOMES,
   CALL_VIAS,
@@ -6,9 +5,14 @@ import {
   CallSeries,
   CallVia,
   CANARY_HOLDER,
+  CanaryRecord,
   emptyHistogram,
+  HolderProbeResult,
   observe,
   ProbeResult,
+  ProbeVia,
+  WatchedServiceSample,
+  WitnessReleaseReason,
 } from '../../snapshot/services';
 
 // The bookkeeping of one watched service across cycles, free of I/O and of
@@ -16,8 +20,13 @@ import {
 //  - a change is a provider set that differs from the previous cycle's;
 //  - a cached id is stale when it is not among the live providers — never
 //    merely because a random resolution picked another live provider;
-//  - the canary is kept while stale for as long as the policy says, then it
-//    takes this cycle's fresh resolution and the re-resolve is counted.
+//  - a stale canary is a WITNESS for the long-lived clients the exporter cannot
+//    see (issue 12 defect 4). It keeps its identity until there is evidence that
+//    the condition is gone: its own client id is live again, every configured
+//    holder reports a live id (and its probe through its cached proxy works), an
+//    operator released it, or canary.witness_max passed. Only then does it take
+//    this cycle's fresh resolution; repairing the exporter's own handle is never
+//    reason enough, because that would "resolve" a page while workers stay stuck.
 
 /** A resolution: the full id "ws/client:svc" and its client id. */
 export interface Resolved {
@@ -25,15 +34,28 @@ export interface Resolved {
   clientId: string;
 }
 
-export interface Canary extends Resolved {
-  sinceSeconds: number;
-  staleSinceSeconds?: number;
-}
+export type Canary = CanaryRecord;
 
 export interface HolderReading {
   name: string;
   clientId?: string;
   error?: string;
+}
+
+/** What a configured holder can tell: its cached id, a probe through its cached proxy, or both. */
+export interface HolderSpec {
+  name: string;
+  reportsId: boolean;
+  /** Method of the holder probe, when one is configured. */
+  probeMethod?: string;
+}
+
+export interface CanaryOptions {
+  enabled: boolean;
+  /** undefined = no time limit; 0 = no witness (deprecated reresolve_after: immediately). */
+  witnessMaxMs?: number;
+  /** Bare client ids an operator released. */
+  releasedClientIds?: readonly string[];
 }
 
 /** What the registry said this cycle. */
@@ -48,19 +70,32 @@ export interface RegistryObservation {
 export interface CallsObservation {
   nowSeconds: number;
   probes: readonly ProbeResult[];
+  /** Readings of the holders that report an id (probe-only holders have none). */
   holders: readonly HolderReading[];
+  /** Holder probes that ran this cycle (a probe with an interval may skip cycles). */
+  holderProbes?: readonly HolderProbeResult[];
+  /** Every attempt of the fresh path when it tried more than one provider (all observed in the histogram). */
+  freshAttempts?: readonly ProbeResult[];
+}
+
+export interface WitnessRelease {
+  reason: WitnessReleaseReason;
+  /** The witness's full id. */
+  from: string;
+  /** The new canary, unless the old id came back (then the canary stays). */
+  to?: string;
 }
 
 export interface CycleEvents {
   /** The provider set changed: previous and current (sorted). */
   providersChanged?: { from: string[]; to: string[] };
+  /** The canary's id left the live providers: it is the witness from now on. */
   canaryBecameStale?: boolean;
-  /** The canary was replaced by the fresh resolution. */
-  canaryReresolved?: { from: string; to: string };
+  witnessReleased?: WitnessRelease;
 }
 
-function key(method: string, via: CallVia, outcome: string): string {
-  return `${method}\u0000${via}\u0000${outcome}`;
+function key(method: string, via: CallVia, outcome: string, holder = ''): string {
+  return `${method}\u0000${via}\u0000${outcome}\u0000${holder}`;
 }
 
 interface HolderRecord {
@@ -77,20 +112,49 @@ export class WatchState {
   #lastChangeSeconds: number | undefined;
   #canary: Canary | undefined;
   #reresolvesTotal = 0;
+  readonly #releases: Partial<Record<WitnessReleaseReason, number>> = {};
   #holders: HolderRecord[] = [];
+  readonly #holderProbes = new Map<string, HolderProbeResult>();
+  /** This cycle's fresh resolution: what a released witness is replaced by. */
+  #cycleResolved: Resolved | undefined;
   readonly #calls = new Map<string, CallSeries>();
-  readonly #lastProbes: Partial<Record<CallVia, ProbeResult>> = {};
+  readonly #lastProbes: Partial<Record<ProbeVia, ProbeResult>> = {};
+  readonly #canaryOpts: CanaryOptions;
 
   constructor(
-    private readonly canaryEnabled: boolean,
-    private readonly policy: CanaryPolicy,
+    canary: CanaryOptions,
     probeMethod: string | undefined,
+    private readonly holderSpecs: readonly HolderSpec[] = [],
+    /** The previous source's last sample (a reload): counters, histograms and the witness continue. */
+    seed?: WatchedServiceSample,
   ) {
-    // Zero series for the configured probe so rate() sees the first failure.
-    if (probeMethod !== undefined) {
-      for (const via of CALL_VIAS) {
-        for (const outcome of CALL_OUTCOMES) this.#calls.set(key(probeMethod, via, outcome), { method: probeMethod, via, outcome, histogram: emptyHistogram() });
-      }
+    this.#canaryOpts = canary;
+    // Zero series for the configured probes so rate() sees the first failure.
+    const zero = (method: string, via: CallVia, holder?: string) => {
+      for (const outcome of CALL_OUTCOMES) this.#calls.set(key(method, via, outcome, holder), { method, via, outcome, holder, histogram: emptyHistogram() });
+    };
+    if (probeMethod !== undefined) for (const via of CALL_VIAS) zero(probeMethod, via);
+    for (const h of holderSpecs) if (h.probeMethod !== undefined) zero(h.probeMethod, 'holder', h.name);
+    if (seed) this.#continueFrom(seed);
+  }
+
+  #continueFrom(seed: WatchedServiceSample): void {
+    this.#providers = seed.knownProviders ?? seed.providers;
+    this.#changesTotal = seed.clientIdChangesTotal;
+    this.#lastChangeSeconds = seed.lastChangeSeconds;
+    this.#reresolvesTotal = seed.canaryReresolvesTotal;
+    Object.assign(this.#releases, seed.witnessReleasesTotal ?? {});
+    if (this.#canaryOpts.enabled && seed.canary) this.#canary = { ...seed.canary };
+    for (const c of seed.calls) this.#calls.set(key(c.method, c.via, c.outcome, c.holder), c);
+    Object.assign(this.#lastProbes, seed.lastProbes);
+    const names = new Set(this.holderSpecs.map((h) => h.name));
+    for (const c of seed.cached) {
+      if (c.holder === CANARY_HOLDER || c.clientId === undefined || !names.has(c.holder)) continue;
+      this.#holders.push({ reading: { name: c.holder, clientId: c.clientId }, sinceSeconds: c.sinceSeconds, staleSinceSeconds: c.staleSinceSeconds });
+    }
+    for (const p of seed.holderProbes ?? []) {
+      const spec = this.holderSpecs.find((h) => h.name === p.holder);
+      if (spec?.probeMethod === p.method) this.#holderProbes.set(p.holder, p);
     }
   }
 
@@ -100,20 +164,22 @@ export class WatchState {
 
   /** Takes the first resolution as the canary ("resolved at start", as a worker does). */
   adoptCanaryIfNone(resolved: Resolved | undefined, nowSeconds: number): boolean {
-    if (!this.canaryEnabled || this.#canary || !resolved) return false;
+    if (!this.#canaryOpts.enabled || this.#canary || !resolved) return false;
     this.#canary = { ...resolved, sinceSeconds: nowSeconds };
     return true;
   }
 
   /**
    * Applies the provider listing and the fresh resolution: change detection,
-   * stale state of every held id, and the canary re-resolve policy. Runs before
-   * the probe calls so a stale id is published without waiting for a timeout.
+   * stale state of every held id, and the witness rules that need no calls.
+   * Runs before the probe calls so a stale id is published without waiting
+   * for a timeout.
    */
   applyRegistry(o: RegistryObservation): CycleEvents {
     const ev: CycleEvents = {};
     const now = o.nowSeconds;
     this.#current = undefined;
+    this.#cycleResolved = o.resolved;
     if (o.providers) {
       const sorted = [...new Set(o.providers)].sort();
       this.#current = new Set(sorted);
@@ -124,36 +190,46 @@ export class WatchState {
       }
       this.#providers = sorted;
     }
-    if (this.#canary) {
-      let c: Canary = this.#canary;
+    const c = this.#canary;
+    if (c) {
       const stale = this.#isStale(c.clientId);
       if (stale === true && c.staleSinceSeconds === undefined) {
-        c = { ...c, staleSinceSeconds: now };
+        this.#canary = { ...c, staleSinceSeconds: now };
         ev.canaryBecameStale = true;
       } else if (stale === false && c.staleSinceSeconds !== undefined) {
-        c = { ...c, staleSinceSeconds: undefined };
+        // The old id is live again (e.g. a fixed server id came back): the condition itself is gone.
+        this.#canary = { ...c, staleSinceSeconds: undefined };
+        this.#count('returned');
+        ev.witnessReleased = { reason: 'returned', from: c.fullId };
       }
-      if (stale === true && o.resolved && this.#shouldReresolve(c, now)) {
-        ev.canaryReresolved = { from: c.fullId, to: o.resolved.fullId };
-        this.#reresolvesTotal += 1;
-        c = { ...o.resolved, sinceSeconds: now };
-        // The fresh resolution may itself not be listed (a race); judge it like any id.
-        if (this.#isStale(c.clientId) === true) c.staleSinceSeconds = now;
+      const w = this.#canary;
+      if (stale === true && w?.staleSinceSeconds !== undefined) {
+        const max = this.#canaryOpts.witnessMaxMs;
+        if (this.#canaryOpts.releasedClientIds?.includes(w.clientId)) this.#release('operator', now, ev);
+        else if (max !== undefined && (now - w.staleSinceSeconds) * 1000 >= max) this.#release('max_age', now, ev);
       }
-      this.#canary = c;
     }
     for (const h of this.#holders) this.#updateHolderStale(h, now);
     return ev;
   }
 
-  /** Records probe results and the ids holders reported this cycle. */
-  applyCalls(o: CallsObservation): void {
+  /** Records probe results and what holders reported this cycle; ends the witness when every holder agrees. */
+  applyCalls(o: CallsObservation): CycleEvents {
     const now = o.nowSeconds;
+    const record = (method: string, via: CallVia, outcome: string, seconds: number, holder?: string) => {
+      const k = key(method, via, outcome, holder);
+      const cur = this.#calls.get(k) ?? { method, via, outcome: outcome as CallSeries['outcome'], holder, histogram: emptyHistogram() };
+      this.#calls.set(k, { ...cur, histogram: observe(cur.histogram, seconds) });
+    };
     for (const p of o.probes) {
-      const k = key(p.method, p.via, p.outcome);
-      const cur = this.#calls.get(k) ?? { method: p.method, via: p.via, outcome: p.outcome, histogram: emptyHistogram() };
-      this.#calls.set(k, { ...cur, histogram: observe(cur.histogram, p.seconds) });
+      // Every provider the fresh path tried is a real call; the probe result is the path's verdict.
+      if (!(p.via === 'fresh' && o.freshAttempts && o.freshAttempts.length > 0)) record(p.method, p.via, p.outcome, p.seconds);
       this.#lastProbes[p.via] = p;
+    }
+    for (const a of o.freshAttempts ?? []) record(a.method, 'fresh', a.outcome, a.seconds);
+    for (const hp of o.holderProbes ?? []) {
+      record(hp.method, 'holder', hp.outcome, hp.seconds, hp.holder);
+      this.#holderProbes.set(hp.holder, hp);
     }
     this.#holders = o.holders.map((reading) => {
       const prev = this.#holders.find((h) => h.reading.name === reading.name);
@@ -166,6 +242,50 @@ export class WatchState {
       }
       return rec;
     });
+    const ev: CycleEvents = {};
+    const w = this.#canary;
+    if (w?.staleSinceSeconds !== undefined && this.#isStale(w.clientId) === true && this.#holdersAgree(w.staleSinceSeconds)) {
+      this.#release('holders_agree', now, ev);
+    }
+    return ev;
+  }
+
+  /**
+   * Every configured holder has recovered: each reports a cached id among the
+   * live providers this cycle, and each holder probe succeeded after the witness
+   * began. Without holders there is no such evidence, so the witness stays.
+   */
+  #holdersAgree(witnessSince: number): boolean {
+    if (this.holderSpecs.length === 0) return false;
+    return this.holderSpecs.every((spec) => {
+      if (spec.reportsId) {
+        const r = this.#holders.find((h) => h.reading.name === spec.name)?.reading;
+        if (r?.clientId === undefined || this.#isStale(r.clientId) !== false) return false;
+      }
+      if (spec.probeMethod !== undefined) {
+        const p = this.#holderProbes.get(spec.name);
+        if (!p || p.outcome !== 'ok' || p.atSeconds < witnessSince) return false;
+      }
+      return true;
+    });
+  }
+
+  /** Ends the witness: the canary takes this cycle's fresh resolution (kept if there is none yet). */
+  #release(reason: WitnessReleaseReason, now: number, ev: CycleEvents): void {
+    const w = this.#canary;
+    const next = this.#cycleResolved;
+    if (!w || !next) return;
+    this.#count(reason);
+    this.#reresolvesTotal += 1;
+    ev.witnessReleased = { reason, from: w.fullId, to: next.fullId };
+    const c: Canary = { ...next, sinceSeconds: now };
+    // The fresh resolution may itself not be listed (a race): judged like any id, it starts a new witness.
+    if (this.#isStale(c.clientId) === true) c.staleSinceSeconds = now;
+    this.#canary = c;
+  }
+
+  #count(reason: WitnessReleaseReason): void {
+    this.#releases[reason] = (this.#releases[reason] ?? 0) + 1;
   }
 
   #updateHolderStale(h: HolderRecord, now: number): void {
@@ -180,19 +300,16 @@ export class WatchState {
     return this.#current ? !this.#current.has(clientId) : undefined;
   }
 
-  #shouldReresolve(c: Canary, now: number): boolean {
-    switch (this.policy.kind) {
-      case 'never': return false;
-      case 'immediately': return true;
-      case 'after': return c.staleSinceSeconds !== undefined && (now - c.staleSinceSeconds) * 1000 >= this.policy.staleMs;
-    }
-  }
-
   get providers(): string[] | undefined {
     return this.#current ? this.#providers : undefined;
   }
 
-  /** The canary first (when there is one), then the holders in config order. */
+  /** The last provider set that could be listed, also while the current cycle could not list any. */
+  get knownProviders(): string[] | undefined {
+    return this.#providers;
+  }
+
+  /** The canary first (when there is one), then the id-reporting holders in config order. */
   get cached(): CachedHolder[] {
     const out: CachedHolder[] = [];
     const c = this.#canary;
@@ -227,12 +344,31 @@ export class WatchState {
     return this.#reresolvesTotal;
   }
 
+  get releasesTotal(): Partial<Record<WitnessReleaseReason, number>> {
+    return { ...this.#releases };
+  }
+
   get calls(): CallSeries[] {
     return [...this.#calls.values()];
   }
 
-  get lastProbes(): Partial<Record<CallVia, ProbeResult>> {
+  get lastProbes(): Partial<Record<ProbeVia, ProbeResult>> {
     return { ...this.#lastProbes };
+  }
+
+  /** Last probe per holder, in config order. */
+  get holderProbes(): HolderProbeResult[] {
+    const out: HolderProbeResult[] = [];
+    for (const h of this.holderSpecs) {
+      const p = this.#holderProbes.get(h.name);
+      if (p) out.push(p);
+    }
+    return out;
+  }
+
+  /** When the holder's probe last ran (for probes with an interval). */
+  holderProbeAt(name: string): number | undefined {
+    return this.#holderProbes.get(name)?.atSeconds;
   }
 }
 

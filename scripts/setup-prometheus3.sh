@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Prometheus 3 and its promtool, built from the Go module proxy (Debian ships only 2.42 and users
+# run 3.x). Pinned, idempotent: it does nothing when the cached binaries already report the pinned
+# version. Cold (nothing in the Go caches) the build takes ~10-20 min on 2 cores; warm, a second.
+#
+#   PROMETHEUS3_BIN_DIR  where the binaries go (default: ${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter/
+#                        prometheus-v0.316.0/bin — a cache dir CI machines keep between runs;
+#                        test/harness/prometheus-versions.ts looks in the same place)
+#   GO                   the go command (default: go on PATH, else /usr/local/go/bin/go)
+set -euo pipefail
+
+MODULE=github.com/prometheus/prometheus
+MODULE_VERSION=v0.316.0 # module v0.3XX.Y is Prometheus 3.XX.Y
+VERSION=3.16.0
+BIN_DIR="${PROMETHEUS3_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter/prometheus-$MODULE_VERSION/bin}"
+
+# For the test harness's agreement check (test/unit/prometheus-versions.test.ts).
+if [ "${1:-}" = --print-bin-dir ]; then echo "$BIN_DIR"; exit 0; fi
+
+say() { printf '[setup-prometheus3 %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+started=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - started ))s"; }
+
+# `prometheus --version` prints "prometheus, version 3.16.0 (branch: ...". The version is stamped
+# at link time (-X below); a plain `go install` leaves it empty, so an unstamped build is redone.
+has_version() { # binary
+  [ -x "$1" ] && "$1" --version 2>&1 | head -n1 | grep -q "version $VERSION "
+}
+up_to_date() { has_version "$BIN_DIR/prometheus" && has_version "$BIN_DIR/promtool"; }
+
+if up_to_date; then
+  say "Prometheus $VERSION and promtool already in $BIN_DIR ($(elapsed))"
+  exit 0
+fi
+
+GO="${GO:-$(command -v go || true)}"
+[ -z "$GO" ] && [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
+if [ -z "$GO" ] || ! "$GO" version >/dev/null 2>&1; then
+  cat >&2 <<EOF
+[setup-prometheus3] ERROR: Go is not installed${GO:+ (GO=$GO does not run)}, and Prometheus $VERSION is built from source.
+  Install Go (go.dev/dl, or the distribution's golang package if it is recent enough for
+  $MODULE@$MODULE_VERSION) and re-run, or set GO=/path/to/go.
+  To set up without Prometheus 3 (local runs only; CI requires it): SETUP_PROMETHEUS3=0 bash scripts/setup.sh
+EOF
+  exit 1
+fi
+
+mkdir -p "$BIN_DIR"
+# Two setups started at once (CI matrix, a developer's second terminal) build once.
+exec 9>"$BIN_DIR/../.build.lock"
+if ! flock -n 9; then
+  say "another build holds $BIN_DIR/../.build.lock; waiting for it"
+  flock 9
+  if up_to_date; then say "built by the other run ($(elapsed))"; exit 0; fi
+fi
+
+# Build into a scratch dir and move into place, so an interrupted build never leaves a binary
+# that passes the check above.
+tmp_bin="$(mktemp -d "$BIN_DIR/../bin.tmp.XXXXXX")"
+trap 'rm -rf "$tmp_bin"' EXIT
+say "building Prometheus $VERSION and promtool ($MODULE@$MODULE_VERSION) with $("$GO" version | cut -d' ' -f3); cold: ~10-20 min on 2 cores"
+ldflags="-X github.com/prometheus/common/version.Version=$VERSION"
+ldflags+=" -X github.com/prometheus/common/version.Branch=module-$MODULE_VERSION"
+ldflags+=" -X github.com/prometheus/common/version.BuildUser=hypha-serve-exporter-setup"
+# Both commands in one `go install`: one module resolution and one shared compile of the
+# packages they have in common (most of them).
+GOFLAGS=-mod=mod GOBIN="$tmp_bin" "$GO" install -ldflags "$ldflags" \
+  "$MODULE/cmd/prometheus@$MODULE_VERSION" "$MODULE/cmd/promtool@$MODULE_VERSION"
+mv -f "$tmp_bin/prometheus" "$tmp_bin/promtool" "$BIN_DIR/"
+if ! up_to_date; then
+  echo "[setup-prometheus3] ERROR: built binaries do not report version $VERSION:" >&2
+  "$BIN_DIR/prometheus" --version >&2 || true
+  exit 1
+fi
+say "Prometheus $VERSION and promtool built into $BIN_DIR in $(elapsed)"

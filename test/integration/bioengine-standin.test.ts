@@ -1,0 +1,173 @@
+// The BioEngine stand-in (test/ray-apps/bioengine_like.py) against real Ray Serve and a real
+// Hypha server, observed only through Hypha (listServices, workspace events), Serve's REST API
+// and the proxy replicas' own logs: it must do what aicell-lab/bioengine 0.16.1's ProxyDeployment
+// does in every point the exporter relies on (docs/runbooks.md cites the upstream lines).
+import fs from 'node:fs';
+import path from 'node:path';
+import { connect, HyphaConnection } from '../../src/sources/hypha/client';
+import { HyphaEvent, SYSTEM_EVENTS } from '../../src/sources/hypha/types';
+import { Secret } from '../../src/util/secret';
+import { bioengineApp, bioengineServiceIds, callViaDeploymentHandle } from '../helpers/bioengine-apps';
+import { tmpDir } from '../helpers/tmp';
+import { HyphaHandle, startHypha } from '../harness/hypha';
+import { artifactsDir, waitFor } from '../harness/proc';
+import { AppJson, RayCluster, startRay } from '../harness/ray';
+
+jest.setTimeout(900_000);
+
+const WORKER = 'wk-standin';
+const WS = 'ws-user-root';
+const ZERO = 'st-zero'; // Model starts with 1 replica, idles to 0 after 20 s
+const NEVER = 'st-never'; // Model deployed at 0 replicas
+const PINNED = 'st-pinned'; // min_replicas 1 (the only upstream mitigation), proxy without aiortc
+
+describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () => {
+  let ray: RayCluster;
+  let hypha: HyphaHandle;
+  let conn: HyphaConnection;
+  const events: HyphaEvent[] = [];
+  const tmp = tmpDir();
+  const ids = (app: string) => bioengineServiceIds(WS, WORKER, app);
+  // Serve's view of ZERO's Model, sampled all along: when it last dropped to no RUNNING replica.
+  const modelAtZeroSince: number[] = [];
+  let lastRunning = -1;
+  let poller: NodeJS.Timeout | undefined;
+
+  const services = async () => (await conn.listServices()).filter((s) => s.clientId.startsWith(`${WORKER}-`));
+  const running = (a: AppJson | undefined, dep: string) => (a?.deployments[dep]?.replicas ?? []).filter((r) => r.state === 'RUNNING').length;
+  /** The ProxyDeployment replicas' log text of `app` (Ray writes one file per replica). */
+  const proxyLog = (app: string) => {
+    const dir = path.join(ray.tempDir, 'session_latest', 'logs', 'serve');
+    return fs.readdirSync(dir).filter((f) => f.startsWith(`replica_${app}_ProxyDeployment_`) && f.endsWith('.log'))
+      .map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
+  };
+  const clientEvents = (clientId: string, from: number, to = Infinity) =>
+    events.filter((e) => (e.type === 'client_connected' || e.type === 'client_disconnected') && e.clientId === clientId && e.receivedAtMs >= from && e.receivedAtMs <= to).map((e) => e.type);
+
+  beforeAll(async () => {
+    [ray, hypha] = await Promise.all([startRay(), startHypha({ serverId: 'standin-test' })]);
+    const tokenFile = tmp.write('hypha-token', hypha.rootToken);
+    fs.chmodSync(tokenFile, 0o600);
+    conn = await connect({ serverUrl: hypha.url, token: new Secret(hypha.rootToken), callTimeoutMs: 5000 });
+    expect(conn.workspace).toBe(WS);
+    await conn.subscribe([...SYSTEM_EVENTS], (e) => events.push(e));
+    await ray.deploy({
+      applications: [
+        bioengineApp({ name: ZERO, behaviour: 'upstream', hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, downscaleDelayS: 20, clientIdPrefix: WORKER }),
+        bioengineApp({ name: NEVER, behaviour: 'upstream', hyphaUrl: hypha.url, tokenFile, initialReplicas: null, clientIdPrefix: WORKER }),
+        bioengineApp({ name: PINNED, behaviour: 'upstream', hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, minReplicas: 1, rtc: false, clientIdPrefix: WORKER }),
+      ],
+    });
+    poller = setInterval(() => {
+      ray.getApplications().then((d) => {
+        const n = running(d.applications[ZERO], 'Model');
+        if (n === 0 && lastRunning > 0) modelAtZeroSince.push(Date.now());
+        if (d.applications[ZERO]) lastRunning = n;
+      }, () => undefined);
+    }, 500);
+  });
+
+  afterAll(async () => {
+    clearInterval(poller);
+    if (ray) {
+      for (const app of [ZERO, NEVER, PINNED]) {
+        try {
+          fs.writeFileSync(path.join(artifactsDir(), `bioengine-standin-${app}-proxy.log`), proxyLog(app));
+        } catch {
+          /* no log yet */
+        }
+      }
+    }
+    await conn?.disconnect().catch(() => undefined);
+    await ray?.stop();
+    await hypha?.stop();
+    tmp.cleanup();
+  });
+
+  it('registers `{ws}/{worker}-{sha1(app)[:8]}:{app}` (bioengine-app, public) and `{app}-rtc` (generic, public) from check_health', async () => {
+    await waitFor(`${ZERO} registered`, async () => (await services()).some((s) => s.id === ids(ZERO).ws), 240_000, 250);
+    const list = await services();
+    const ws = list.find((s) => s.id === ids(ZERO).ws);
+    const rtc = list.find((s) => s.id === ids(ZERO).rtc);
+    expect(ws).toMatchObject({ type: 'bioengine-app', visibility: 'public', clientId: ids(ZERO).clientId, serviceId: ZERO });
+    expect(rtc).toMatchObject({ type: 'generic', visibility: 'public', clientId: ids(ZERO).clientId, serviceId: `${ZERO}-rtc` });
+    const log = proxyLog(ZERO);
+    expect(log).toContain(`✅ All deployments of app '${ZERO}' are RUNNING.`);
+    expect(log).toContain(`✅ Successfully registered WebSocket service for '${ZERO}' with ID: ${ids(ZERO).ws}`);
+    expect(log).toContain(`✅ Registered WebRTC service for '${ZERO}' with ID: ${ids(ZERO).rtc}`);
+  });
+
+  it('without aiortc (rtc: false) only the main service exists, with upstream\'s warning; min_replicas 1 keeps it registered', async () => {
+    await waitFor(`${PINNED} registered`, async () => (await services()).some((s) => s.id === ids(PINNED).ws), 120_000, 250);
+    expect((await services()).some((s) => s.id === ids(PINNED).rtc)).toBe(false);
+    expect(proxyLog(PINNED)).toContain(`⚠️ Warning: Failed to register WebRTC service for '${PINNED}': aiortc is not installed`);
+  });
+
+  it('never registers an app whose sibling starts at 0 replicas; the gate logs "Waiting ..." once per health check', async () => {
+    const a = await ray.waitApp(NEVER, (x) => x.status === 'RUNNING', 120_000);
+    expect(running(a, 'Model')).toBe(0);
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, 45_000));
+    expect((await services()).some((s) => s.clientId === ids(NEVER).clientId)).toBe(false);
+    // It never even connected: upstream connects only to register.
+    expect(clientEvents(ids(NEVER).clientId, 0)).toEqual([]);
+    const waits = proxyLog(NEVER).split('\n').filter((l) => l.includes(`⏳ Waiting for app '${NEVER}' deployments to run (pending: ['Model']).`));
+    process.stdout.write(`${NEVER}: ${waits.length} "Waiting" lines in ${Math.round((Date.now() - t0) / 1000)} s since RUNNING (+ startup)\n`);
+    // Serve's 10 s health-check period: ~5 in 45 s (more would mean a faster loop than upstream's).
+    expect(waits.length).toBeGreaterThanOrEqual(3);
+    expect(waits.length).toBeLessThanOrEqual(9);
+    expect((await ray.getApplications()).applications[NEVER].status).toBe('RUNNING');
+  });
+
+  it('no __call__: a request through Serve\'s HTTP route fails with 500, and does not wake the app', async () => {
+    const r = await ray.request(`/${NEVER}?x=1`, 60_000);
+    expect(r.status).toBe(500);
+    process.stdout.write(`HTTP to ${NEVER}: ${r.status} ${r.body.slice(0, 200)}\n`);
+    expect(running((await ray.getApplications()).applications[NEVER], 'Model')).toBe(0);
+  });
+
+  it('deregisters ws and rtc within one health-check period after the sibling (seen RUNNING) has no RUNNING replica; the connection stays', async () => {
+    const removedWs = await waitFor('ws service_removed', async () => events.find((e) => e.type === 'service_removed' && e.service.id === ids(ZERO).ws), 240_000, 100);
+    const removedRtc = await waitFor('rtc service_removed', async () => events.find((e) => e.type === 'service_removed' && e.service.id === ids(ZERO).rtc), 5_000, 100);
+    const tZero = modelAtZeroSince.filter((t) => t <= removedWs.receivedAtMs + 1_000).pop();
+    expect(tZero).toBeDefined();
+    const lag = removedWs.receivedAtMs - (tZero as number);
+    process.stdout.write(`${ZERO}: deregistered ${lag} ms after Serve showed Model without a RUNNING replica\n`);
+    expect(lag).toBeGreaterThan(-1_000); // never before Serve shows the sibling at zero (500 ms sampling)
+    expect(lag).toBeLessThan(16_000); // one 10 s period, plus sampling and scheduling slack
+    expect(Math.abs(removedRtc.receivedAtMs - removedWs.receivedAtMs)).toBeLessThan(2_000);
+    expect((await ray.getApplications()).applications[ZERO].status).toBe('RUNNING');
+    const log = proxyLog(ZERO);
+    expect(log).toContain(`❌ Deployment 'Model' of app '${ZERO}' has no RUNNING replica. Deregistering Hypha service until it recovers.`);
+    expect(log).toContain(`🔌 Unregistered WebSocket service '${ids(ZERO).ws}' for '${ZERO}'`);
+    expect(log).toContain(`🔌 Unregistered WebRTC service '${ids(ZERO).rtc}' for '${ZERO}'`);
+    // Deregistered, then back at the gate: the same line as before the first registration.
+    await new Promise((r) => setTimeout(r, 12_000));
+    const after = proxyLog(ZERO).split(`Deregistering Hypha service until it recovers.`).pop() ?? '';
+    expect(after).toContain(`⏳ Waiting for app '${ZERO}' deployments to run (pending: ['Model']).`);
+    // Unregistering a service is not a disconnect: the client stays connected, without services.
+    expect(clientEvents(ids(ZERO).clientId, removedWs.receivedAtMs)).toEqual([]);
+    expect((await services()).filter((s) => s.clientId === ids(ZERO).clientId && s.serviceId !== 'built-in')).toEqual([]);
+  });
+
+  it('a DeploymentHandle call wakes it; the proxy re-registers within a period, disconnecting and reconnecting under the same client id', async () => {
+    const t0 = Date.now();
+    const out = await callViaDeploymentHandle(ray.dashboardUrl, ZERO, 'Model', 'predict', 'wake');
+    expect(out).toContain('HANDLE_RESULT predicted:wake');
+    const added = await waitFor('ws service_added again', async () => events.find((e) => e.type === 'service_added' && e.service.id === ids(ZERO).ws && e.receivedAtMs >= t0), 60_000, 100);
+    process.stdout.write(`${ZERO}: handle call → re-registered in ${added.receivedAtMs - t0} ms (includes the job's start)\n`);
+    await waitFor('rtc back', async () => (await services()).some((s) => s.id === ids(ZERO).rtc), 10_000, 100);
+    // Same client id, via a disconnect then a connect, before the service came back.
+    expect(clientEvents(ids(ZERO).clientId, t0, added.receivedAtMs)).toEqual(['client_disconnected', 'client_connected']);
+    const log = proxyLog(ZERO);
+    expect(log.split(`✅ Successfully connected to Hypha server as client '${ids(ZERO).clientId}' for '${ZERO}'`).length - 1).toBeGreaterThanOrEqual(2);
+  });
+
+  it('the app pinned at min_replicas 1 was registered the whole time, once', async () => {
+    const adds = events.filter((e) => e.type === 'service_added' && e.service.id === ids(PINNED).ws);
+    const removes = events.filter((e) => e.type === 'service_removed' && e.service.id === ids(PINNED).ws);
+    expect(adds.length).toBe(1);
+    expect(removes.length).toBe(0);
+    expect(proxyLog(PINNED)).not.toContain('Deregistering Hypha service');
+  });
+});
