@@ -49,3 +49,24 @@ export function parseWorkerApps(raw: unknown): WorkerApp[] | undefined {
   }
   return out.sort((a, b) => (a.app < b.app ? -1 : a.app > b.app ? 1 : 0));
 }
+
+/** What a cluster's BioEngine mapping says about its worker (see clusterOfWorker). */
+export interface WorkerMappingFacts {
+  cluster: string;
+  enabled: boolean;
+  workspace: string;
+  workerClientId?: string;
+}
+
+/**
+ * The Ray cluster a worker serves, only where the config leaves no doubt: one mapping pins its
+ * client id, or one mapping alone covers its workspace without pinning another worker. A guess
+ * could page a healthy worker for another cluster's app of the same name.
+ */
+export function clusterOfWorker(worker: { workspace: string; clientId: string }, mappings: readonly WorkerMappingFacts[]): string | undefined {
+  const bioengine = mappings.filter((m) => m.enabled);
+  const pinned = bioengine.filter((m) => m.workerClientId === worker.clientId);
+  if (pinned.length > 0) return pinned.length === 1 ? pinned[0].cluster : undefined;
+  const byWorkspace = bioengine.filter((m) => m.workerClientId === undefined && m.workspace === worker.workspace);
+  return byWorkspace.length === 1 ? byWorkspace[0].cluster : undefined;
+}

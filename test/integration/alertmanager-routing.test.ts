@@ -1,6 +1,7 @@
 // examples/alertmanager.yml loaded into a real Alertmanager (Debian 0.25): alerts posted
 // through its v2 API are routed by severity to the pager and chat webhooks, and the
-// inhibition rules hold (the inhibited alerts are reported as such and never delivered).
+// inhibition rules hold (the inhibited alerts are reported as such and never delivered), and one
+// Hypha outage is one notification.
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -48,30 +49,41 @@ function alert(alertname: string, severity: string, labels: Record<string, strin
   };
 }
 
-// Exporter A cannot reach Hypha: its registration and watched-service alerts are inhibited.
-// Exporter B cannot reach Ray cluster kth: kth's Serve alerts are inhibited, ebi's are not;
-// its worker-view alert for cellpose is inhibited by the Ray-view alert for the same app.
-// Exporter C has a stale cached proxy: the cached-probe symptom is inhibited by the cause.
+// Fact alerts carry no instance (the rules aggregate it away); each scenario runs under its own job.
+// A (job -a): Hypha is down - the registry connection and two watched services. The registration
+//   alert of that Hypha server and the stale proxy of a down service are inhibited, and the three
+//   HyphaServeSourceDown alerts arrive as one notification (defect 6: not one per target).
+// B (job -b): Ray cluster kth is down: kth's Serve alerts are inhibited, ebi's are not; the worker
+//   view of ebi's unregistered app is inhibited by the Ray view of the same (ray_cluster, app, hypha).
+// C (job -c): a stale cached proxy inhibits its cached-probe symptom.
+// D (job -d): only the watched service ws-lab/model-registry is down (defect 1): it silences
+//   neither another service's stale proxy nor a registration alert.
 const ALERTS = {
-  hyphaDownA: alert('HyphaServeSourceDown', 'critical', { instance: 'exp-a:9731', source: 'hypha', target: 'hypha-kth' }),
-  notRegisteredA: alert('HyphaServeAppRunningNotRegistered', 'critical', {
-    instance: 'exp-a:9731', cluster: 'kth', app: 'model-runner', workspace: 'bioimage-io', service: 'bioimage-io/w-4dcbe5dc:model-runner',
+  hyphaDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha', target: 'main', hypha: 'main' }),
+  amDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha_service', target: 'public/artifact-manager', service: 'public/artifact-manager' }),
+  registryDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha_service', target: 'ws-lab/model-registry', service: 'ws-lab/model-registry' }),
+  notRegisteredA: alert('HyphaServeAppRunningNotRegistered', 'critical', { job: `${JOB}-a`, ray_cluster: 'kth', app: 'model-runner', hypha: 'main' }),
+  staleA: alert('HyphaServiceCachedProxyStale', 'critical', { job: `${JOB}-a`, service: 'public/artifact-manager', holder: 'exporter' }),
+  rayDownB: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-b`, source: 'ray', target: 'kth', ray_cluster: 'kth' }),
+  unhealthyKthB: alert('HyphaServeAppUnhealthy', 'warning', { job: `${JOB}-b`, ray_cluster: 'kth', app: 'model-runner' }),
+  noProxyKthB: alert('HyphaServeAllProxiesUnready', 'critical', { job: `${JOB}-b`, ray_cluster: 'kth' }),
+  unhealthyEbiB: alert('HyphaServeAppUnhealthy', 'warning', { job: `${JOB}-b`, ray_cluster: 'ebi', app: 'cellpose' }),
+  notRegisteredEbiB: alert('HyphaServeAppRunningNotRegistered', 'critical', { job: `${JOB}-b`, ray_cluster: 'ebi', app: 'cellpose', hypha: 'main' }),
+  workerViewEbiB: alert('HyphaServeWorkerAppRunningNotRegistered', 'critical', {
+    job: `${JOB}-b`, hypha: 'main', worker: 'bioimage-io/w:bioengine-worker', ray_cluster: 'ebi', app: 'cellpose',
   }),
-  staleA: alert('HyphaServiceCachedProxyStale', 'critical', { instance: 'exp-a:9731', service: 'public/artifact-manager', holder: 'exporter' }),
-  rayDownB: alert('HyphaServeSourceDown', 'critical', { instance: 'exp-b:9731', source: 'ray', target: 'kth', cluster: 'kth' }),
-  unhealthyKthB: alert('HyphaServeAppUnhealthy', 'warning', { instance: 'exp-b:9731', cluster: 'kth', app: 'model-runner', status: 'UNHEALTHY' }),
-  unhealthyEbiB: alert('HyphaServeAppUnhealthy', 'warning', { instance: 'exp-b:9731', cluster: 'ebi', app: 'cellpose', status: 'DEPLOY_FAILED' }),
-  notRegisteredEbiB: alert('HyphaServeAppRunningNotRegistered', 'critical', {
-    instance: 'exp-b:9731', cluster: 'ebi', app: 'cellpose', workspace: 'bioimage-io', service: 'bioimage-io/w-d3902989:cellpose',
-  }),
-  workerViewEbiB: alert('HyphaServeWorkerAppRunningNotRegistered', 'critical', { instance: 'exp-b:9731', worker: 'bioimage-io/w:bioengine-worker', app: 'cellpose' }),
-  staleC: alert('HyphaServiceCachedProxyStale', 'critical', { instance: 'exp-c:9731', service: 'public/artifact-manager', holder: 'exporter' }),
-  cachedProbeC: alert('HyphaServiceCachedProbeFailing', 'critical', { instance: 'exp-c:9731', service: 'public/artifact-manager', via: 'cached' }),
+  staleC: alert('HyphaServiceCachedProxyStale', 'critical', { job: `${JOB}-c`, service: 'public/artifact-manager', holder: 'exporter' }),
+  cachedProbeC: alert('HyphaServiceCachedProbeFailing', 'critical', { job: `${JOB}-c`, service: 'public/artifact-manager', via: 'cached' }),
+  registryDownD: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-d`, source: 'hypha_service', target: 'ws-lab/model-registry', service: 'ws-lab/model-registry' }),
+  staleD: alert('HyphaServiceCachedProxyStale', 'critical', { job: `${JOB}-d`, service: 'public/artifact-manager', holder: 'exporter' }),
+  notRegisteredD: alert('HyphaServeAppRunningNotRegistered', 'critical', { job: `${JOB}-d`, ray_cluster: 'kth', app: 'model-runner', hypha: 'main' }),
 };
 type Key = keyof typeof ALERTS;
-const INHIBITED: Key[] = ['notRegisteredA', 'staleA', 'unhealthyKthB', 'workerViewEbiB', 'cachedProbeC'];
-const TO_PAGER: Key[] = ['hyphaDownA', 'rayDownB', 'notRegisteredEbiB', 'staleC'];
+const INHIBITED: Key[] = ['notRegisteredA', 'staleA', 'unhealthyKthB', 'noProxyKthB', 'workerViewEbiB', 'cachedProbeC'];
+const TO_PAGER: Key[] = ['hyphaDownA', 'amDownA', 'registryDownA', 'rayDownB', 'notRegisteredEbiB', 'staleC', 'registryDownD', 'staleD', 'notRegisteredD'];
 const TO_CHAT: Key[] = ['unhealthyEbiB'];
+/** HyphaServeSourceDown of Hypha-side sources (no ray_cluster): one group, one notification. */
+const ONE_HYPHA_OUTAGE: Key[] = ['hyphaDownA', 'amDownA', 'registryDownA', 'registryDownD'];
 
 function sameAlert(labels: Record<string, string>, key: Key): boolean {
   const want = ALERTS[key].labels;
@@ -170,6 +182,12 @@ test('routes by severity and holds every inhibition rule', async () => {
   const all = [...delivered('/pager'), ...delivered('/chat')];
   for (const k of INHIBITED) expect({ k, delivered: all.some((l) => sameAlert(l, k)) }).toEqual({ k, delivered: false });
   for (const k of TO_PAGER) expect({ k, inChat: delivered('/chat').some((l) => sameAlert(l, k)) }).toEqual({ k, inChat: false });
+  // Defect 6: the Hypha-side HyphaServeSourceDown alerts share one notification (group_by has no
+  // source/target/service), while the Ray cluster's outage is its own.
+  const withHyphaOutage = deliveries.filter((d) => d.body.alerts.some((a) => ONE_HYPHA_OUTAGE.some((k) => sameAlert(a.labels, k))));
+  expect(withHyphaOutage.length).toBe(1);
+  for (const k of ONE_HYPHA_OUTAGE) expect({ k, inIt: withHyphaOutage[0].body.alerts.some((a) => sameAlert(a.labels, k)) }).toEqual({ k, inIt: true });
+  expect(withHyphaOutage[0].body.alerts.some((a) => sameAlert(a.labels, 'rayDownB'))).toBe(false);
   for (const d of deliveries) {
     expect(d.body.version).toBe('4');
     expect(d.body.status).toBe('firing');

@@ -122,7 +122,7 @@ describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () 
   it('no __call__: a request through Serve\'s HTTP route fails with 500, and does not wake the app', async () => {
     const r = await ray.request(`/${NEVER}?x=1`, 60_000);
     expect(r.status).toBe(500);
-    process.stdout.write(`HTTP to ${NEVER}: ${r.status} ${r.body.slice(0, 200)}\n`);
+    await waitFor('the replica logs why', async () => proxyLog(NEVER).includes("Tried to call a method '__call__' that does not exist"), 10_000, 250);
     expect(running((await ray.getApplications()).applications[NEVER], 'Model')).toBe(0);
   });
 

@@ -105,6 +105,11 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     expect(seriesValue(t, 'hypha_serve_app_expected_service_info', { ray_cluster: 'test', app: APP, workspace: 'ws-user-root', service: EXPECTED })).toBe(1);
     expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { ray_cluster: 'test', app: APP })).toBeGreaterThan(0);
     expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
+    // Issue 12 #7: making the first connection is startup, not a failure to count or to show.
+    expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', target: 'local', reason: 'connect' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', target: 'local', reason: 'timeout' })).toBe(0);
+    expect(ex.exporter.store.get().hypha?.health.lastError).toBeUndefined();
+    expect(ex.lines.filter((l) => /hypha source down/.test(l))).toEqual([]);
 
     const reg = await registrant(BRIDGE);
     const latency = async (what: string, value: number, act: () => Promise<unknown>): Promise<number> => {
@@ -123,7 +128,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     expect(tRemove).toBeLessThan(1000);
     expect(tDisc).toBeLessThan(1000);
     t = await ex.scrape();
-    const states = ['registered', 'missing_scaled_to_zero', 'missing_never_registered', 'missing_crashed', 'missing_other'];
+    const states = ['registered', 'not_running', 'missing_scaled_to_zero', 'missing_never_registered', 'missing_crashed', 'missing_after_reconnect', 'missing_history_unknown', 'missing_other'];
     expect(states.filter((s) => seriesValue(t, 'hypha_serve_app_registration_state', { app: APP, state: s }) === 1)).toHaveLength(1);
     expect(seriesValue(t, 'hypha_serve_app_registration_state', { app: APP, state: 'registered' })).toBe(0);
     expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP })).toBeGreaterThan(Date.now() / 1000 - 5);
@@ -205,6 +210,38 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     process.stdout.write(`provider gone after restart: registered 0 reported ${Date.now() - tReady} ms after the server was ready (settle 3 s)\n`);
     // The spell starts when the registry could be seen again, not when the settle window ended.
     expect(since).toBeLessThan(Date.now() / 1000 - 2);
+    // Issue 12 #9: the exporter knows the spell began at its own reconnect and says so, rather than
+    // sending on-call to a branch Serve's view does not support.
+    const t = await ex.scrape();
+    expect(seriesValue(t, 'hypha_serve_app_registration_state', { app: APP, state: 'missing_after_reconnect' })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_app_registration_state', { app: APP, state: 'missing_scaled_to_zero' })).toBe(0);
+  });
+
+  it('a reload that restarts the Hypha source keeps registration series and the missing spell (issue 12 #8)', async () => {
+    const text = configText({ url: hypha.url, tokenFile: tokenFile() });
+    const ex = runExporter(text, 'reload');
+    await waitFor('missing', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 0, 60_000, 100);
+    const before = await ex.scrape();
+    const since = seriesValue(before, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP });
+    const connectErrors = seriesValue(before, 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'connect' });
+    await new Promise((r) => setTimeout(r, 1100));
+    // A changed registry interval restarts the source (a new connection).
+    tmp.write('reload.yml', text.replace('global: {interval: 2s, timeout: 2s}', 'global: {interval: 3s, timeout: 2s}'));
+    expect(ex.exporter.reload().ok).toBe(true);
+    const gaps: string[] = [];
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline) {
+      const t = await ex.scrape();
+      if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) !== 1) gaps.push('source_up not 1');
+      if (seriesValue(t, 'hypha_serve_app_registered', { app: APP }) !== 0) gaps.push('app_registered not 0');
+      if (seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP }) !== since) gaps.push('unregistered_since moved');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect([...new Set(gaps)]).toEqual([]);
+    const after = await ex.scrape();
+    expect(seriesValue(after, 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'connect' })).toBe(connectErrors);
+    expect(seriesValue(after, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
+    expect(seriesValue(after, 'hypha_serve_source_interval_seconds', { source: 'hypha', target: 'local' })).toBe(3);
   });
 
   it('wrong token: clear log line, source_up 0 (reason auth), no registration series; a fixed token file and a reload recover', async () => {

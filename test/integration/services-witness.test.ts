@@ -137,10 +137,9 @@ describe('watched-service witness, holder probes and listed-but-dead providers',
     const port = await freePort();
     const e = exporterFor(`hypha:\n  name: nowhere\n  server_url: http://127.0.0.1:${port}\nwatched_services:\n  - service: ${SVC}\n    interval: 200ms\n    timeout: 500ms\n`);
     try {
-      const text = await waitFor('several failed samples', async () => {
-        const t = await e.scrape();
-        return (seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha_service', target: SVC, reason: 'connect' }) ?? 0) >= 4 ? t : undefined;
-      }, 60_000, 100);
+      await waitFor('several failed samples', async () => (e.exporter.store.get().services?.get(SVC)?.health.errors.connect ?? 0) >= 4, 60_000, 100);
+      const text = await e.scrape();
+      expect(seriesValue(text, 'hypha_serve_source_errors_total', { source: 'hypha_service', target: SVC, reason: 'connect' })).toBeGreaterThanOrEqual(4);
       const warns = e.lines.filter((l) => l.includes('watched-service source down'));
       expect(warns).toHaveLength(1);
       expect(JSON.parse(warns[0]).level).toBe(40);
@@ -351,16 +350,23 @@ ${extra}  - service: ${SVC2}
       }, 60_000, 100);
       process.kill(p.pid, 'SIGSTOP');
       const since = Date.now() / 1000;
+      const logAt = e.lines.length;
       const fresh: { at: number; outcome: string; attempts: number }[] = [];
+      const cached: string[] = [];
       const seen = new Set<number>();
       await waitFor('twelve fresh probes after the freeze', async () => {
-        const f = e.exporter.store.get().services?.get(SVC)?.lastProbes.fresh;
+        const w = e.exporter.store.get().services?.get(SVC);
+        const f = w?.lastProbes.fresh;
         if (f && f.atSeconds > since && !seen.has(f.atSeconds)) {
           seen.add(f.atSeconds);
           fresh.push({ at: f.atSeconds, outcome: f.outcome, attempts: f.attempts ?? 1 });
+          cached.push(w?.lastProbes.cached?.outcome ?? 'none');
         }
         return fresh.length >= 12;
       }, 180_000, 20);
+      // The silent provider is not taken for a broken connection: no rebuild, the cached path stays ok.
+      expect(e.lines.slice(logAt).filter((l) => l.includes('rebuilding hypha connection'))).toEqual([]);
+      expect(cached.filter((o) => o !== 'ok')).toEqual([]);
       const text = await e.scrape();
       expect(seriesValue(text, 'hypha_serve_service_providers', S)).toBe(2);
       // Random resolution picked the silent provider at least once (else this test proved nothing)…
@@ -368,7 +374,8 @@ ${extra}  - service: ${SVC2}
       // …and the fresh verdict never flipped: another live provider answered in the same cycle.
       expect(fresh.filter((f) => f.outcome !== 'ok')).toEqual([]);
       expect(seriesValue(text, 'hypha_serve_service_probe_success', { ...S, via: 'cached' })).toBe(1);
-      expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_count', { ...S, method: 'read', via: 'fresh', outcome: 'timeout' }) ?? 0).toBeGreaterThanOrEqual(0);
+      expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_count', { ...S, method: 'read', via: 'fresh', outcome: 'timeout' })).toBeGreaterThanOrEqual(1);
+      expect(seriesValue(text, 'hypha_serve_service_fresh_probe_attempts', S)).toBeGreaterThanOrEqual(1);
       process.stdout.write(`listed-but-silent provider: ${fresh.length} fresh probes, ${fresh.filter((f) => f.attempts > 1).length} needed a second provider, none failed\n`);
     } finally {
       if (frozen) {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { checkHyphaRegistration, defaultClusterMapping, hyphaRegistrationSchema, resolveHyphaRegistration } from '../../src/config/hypha-schema';
 import { bioengineProxyClientId, expectedService, mappedWorkspaces, WorkerDirectory } from '../../src/registration/expected';
 import { matchProviders, missingCause, ProviderIndex, RegistrationTracker, TrackerInput, WAKE_GRACE_SECONDS } from '../../src/registration/tracker';
-import { parseWorkerApps, parseWorkerStatus } from '../../src/registration/workers';
+import { clusterOfWorker, parseWorkerApps, parseWorkerStatus } from '../../src/registration/workers';
 import { classify, conciseMessage } from '../../src/sources/hypha/errors';
 import { RegistryView } from '../../src/sources/hypha/registry-view';
 import { HyphaEvent, parseConnectionInfo, parseEvent, parseServiceList, ServiceInfo } from '../../src/sources/hypha/types';
@@ -136,6 +136,21 @@ describe('expected service ids', () => {
     expect(expectedService('c', be, m, 'bio', dir, 'w1')?.clientId).toBe(bioengineProxyClientId('w-old', 'model-runner'));
     // Plain apps are not BioEngine apps.
     expect(expectedService('c', plain, m, 'bio', dir)).toBeUndefined();
+  });
+
+  it('ties a worker to a Ray cluster only when the config leaves no doubt (issue 12 #3)', () => {
+    const m = (cluster: string, workspace: string, workerClientId?: string) => ({ cluster, enabled: true, workspace, workerClientId });
+    const w = { workspace: 'bio', clientId: 'w-a' };
+    expect(clusterOfWorker(w, [m('A', 'bio')])).toBe('A');
+    // Two clusters share the workspace and neither pins a worker: no guess.
+    expect(clusterOfWorker(w, [m('A', 'bio'), m('B', 'bio')])).toBeUndefined();
+    // Pinned ids decide, also with a shared workspace.
+    expect(clusterOfWorker(w, [m('A', 'bio', 'w-a'), m('B', 'bio', 'w-b')])).toBe('A');
+    expect(clusterOfWorker({ workspace: 'bio', clientId: 'w-b' }, [m('A', 'bio', 'w-a'), m('B', 'bio', 'w-b')])).toBe('B');
+    // A worker pinned by no mapping in a workspace whose only mapping pins another worker: unattributable.
+    expect(clusterOfWorker({ workspace: 'bio', clientId: 'w-c' }, [m('A', 'bio', 'w-a')])).toBeUndefined();
+    expect(clusterOfWorker(w, [m('A', 'other')])).toBeUndefined();
+    expect(clusterOfWorker(w, [{ ...m('A', 'bio'), enabled: false }])).toBeUndefined();
   });
 
   it('template mapping: placeholders, "*" client, include/exclude, first match wins', () => {

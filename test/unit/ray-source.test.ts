@@ -166,6 +166,35 @@ describe('Ray Serve source through the exporter', () => {
     await h.close();
   });
 
+  it('a reload that restarts the source carries its health, counters and data over: no up 0, no gap (issue 12 #8)', async () => {
+    up.set(json(serve({ zero: zeroApp })));
+    const h = exporterWithConfig(config());
+    h.exporter.start();
+    await h.exporter.settled();
+    let text = await h.exporter.metrics.render();
+    const lastSuccess = seriesValue(text, 'hypha_serve_source_last_success_timestamp_seconds', { source: 'ray', target: 'c1' });
+    expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'ray', target: 'c1' })).toBe(3600);
+    // One failed sample counts an error; the reload must not reset that counter.
+    up.set((_req, res) => { res.writeHead(500); res.end('boom'); });
+    await h.exporter.sampleAll();
+    up.set(json(serve({ zero: zeroApp })));
+    await h.exporter.sampleAll();
+    text = await h.exporter.metrics.render();
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'http_status' })).toBe(1);
+    // A changed interval restarts the source; while its first sample is pending nothing may read as down.
+    up.set((_req, res) => { setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(serve({ zero: zeroApp }))), 300); });
+    h.rewrite(config().replace('interval: 1h', 'interval: 30m'));
+    expect(h.exporter.reload().ok).toBe(true);
+    text = await h.exporter.metrics.render();
+    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_last_success_timestamp_seconds', { source: 'ray', target: 'c1' })).toBeGreaterThanOrEqual(lastSuccess ?? Infinity);
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'http_status' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'ray', target: 'c1' })).toBe(1800);
+    await h.exporter.settled();
+    await h.close();
+  });
+
   it('output passes promtool check metrics', async () => {
     up.set(json(serve({ zero: zeroApp, weird: { ...zeroApp, name: 'weird', status: 'HIBERNATING' } }, proxy.port)));
     const h = exporterWithConfig(config());

@@ -6,7 +6,7 @@ import { expectedService, ExpectedService, mappedWorkspaces, WorkerDirectory } f
 import { withHypha } from '../../registration/snapshot';
 import { matchProviders, ProviderIndex, RegistrationTracker, settlingAfterReconnect } from '../../registration/tracker';
 import type { AppRegistration, HyphaSample, WorkerSample } from '../../registration/types';
-import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
+import { BIOENGINE_WORKER_TYPE, clusterOfWorker, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
 import type { SnapshotStore } from '../../snapshot/store';
 import { failedHealth, newSourceHealth, SampleErrorReason, Snapshot, SourceHealth } from '../../snapshot/types';
 import { errorMessage } from '../../util/errors';
@@ -284,17 +284,14 @@ export class HyphaSource implements Source {
     this.#evaluate();
   }
 
-  /**
-   * The Ray cluster a worker serves, only where the config leaves no doubt: its client id is pinned
-   * by one mapping, or one mapping alone covers its workspace. A guess could page a healthy worker
-   * for another cluster's app of the same name.
-   */
   #clusterOfWorker(w: WorkerSample, connectionWorkspace: string): string | undefined {
-    const bioengine = [...this.#mappings.entries()].filter(([, m]) => m.bioengine.enabled);
-    const pinned = bioengine.filter(([, m]) => m.bioengine.workerClientId === w.clientId);
-    if (pinned.length > 0) return pinned.length === 1 ? pinned[0][0] : undefined;
-    const byWorkspace = bioengine.filter(([, m]) => m.bioengine.workerClientId === undefined && (m.bioengine.workspace ?? connectionWorkspace) === w.workspace);
-    return byWorkspace.length === 1 ? byWorkspace[0][0] : undefined;
+    const facts = [...this.#mappings.entries()].map(([cluster, m]) => ({
+      cluster,
+      enabled: m.bioengine.enabled,
+      workspace: m.bioengine.workspace ?? connectionWorkspace,
+      workerClientId: m.bioengine.workerClientId,
+    }));
+    return clusterOfWorker(w, facts);
   }
 
   // ---------------------------------------------------------------- evaluation

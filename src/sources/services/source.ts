@@ -4,12 +4,12 @@ import type { SnapshotStore } from '../../snapshot/store';
 import { HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
 import { failedHealth, newSourceHealth, SampleErrorReason, SourceHealth } from '../../snapshot/types';
 import { errorMessage } from '../../util/errors';
-import { HyphaClient, HyphaConnectOptions, HyphaConnection, RemoteService } from '../hypha/client';
+import { HyphaClient, HyphaConnectOptions, HyphaConnection } from '../hypha/client';
 import { HyphaError, sampleReason, toHyphaError } from '../hypha/errors';
 import { Poller, Source } from '../poller';
 import { readHeldClientId } from './holder-field';
 import { outcomeOf } from './outcome';
-import { CycleEvents, HolderReading, HolderSpec, WatchState } from './state';
+import { CycleEvents, HolderReading, HolderSpec, Resolved, WatchState } from './state';
 
 /** Where the watched services are looked up: one Hypha server, as the exporter's identity there. */
 export interface WatchedServicesConnection {
@@ -45,8 +45,6 @@ export class WatchedServiceSource implements Source {
   readonly #continued: boolean;
   /** "source down" was logged for the current down spell (once, then debug). */
   #downLogged = false;
-  /** The proxy object of the canary while its connection generation lives; after that its id is addressed directly. */
-  #canaryProxy: RemoteService | undefined;
   #lastOutcome: Partial<Record<string, string>> = {};
   #holderErrors = new Map<string, string>();
   /** Start of the current up spell: probe results from before an outage are not republished. */
@@ -143,18 +141,21 @@ export class WatchedServiceSource implements Source {
       return;
     }
 
-    let fresh: RemoteService | undefined;
+    // The fresh resolution is a registry lookup (getServiceInfo with resolve_mode) and the
+    // calls go to the provider it names. Not getService: that also round-trips to the
+    // provider, and its timeout on a dead-but-listed provider is taken by the connection as
+    // the manager not answering, which rebuilds the connection and fails the cached probe too.
+    let resolved: Resolved | undefined;
     let resolveError: HyphaError | undefined;
     const t0 = performance.now();
     try {
-      fresh = await conn.getService(this.cfg.service, { mode: this.cfg.resolveMode, timeoutMs });
+      const info = await conn.getServiceInfo(this.cfg.service, { mode: this.cfg.resolveMode, timeoutMs });
+      resolved = { fullId: info.id, clientId: info.clientId };
     } catch (e) {
-      resolveError = toHyphaError(e, 'getService', this.#secrets());
+      resolveError = toHyphaError(e, 'getServiceInfo', this.#secrets());
     }
     const resolveSeconds = (performance.now() - t0) / 1000;
-    const resolved = fresh ? { fullId: fresh.id, clientId: fresh.clientId } : undefined;
     if (this.#state.adoptCanaryIfNone(resolved, nowSeconds)) {
-      this.#canaryProxy = fresh;
       this.log.info({ service: this.cfg.service, client_id: resolved?.clientId }, 'canary proxy resolved; it is kept across cycles like a worker keeps its proxy');
     }
 
@@ -168,7 +169,7 @@ export class WatchedServiceSource implements Source {
       this.log.warn({ service: this.cfg.service, cached: this.#state.canary?.clientId, providers, holders: this.cfg.holders.length },
         'canary proxy is stale: its client id is no longer among the live providers; it is kept as the witness for long-lived clients');
     }
-    this.#logRelease(ev, fresh);
+    this.#logRelease(ev);
     const wasUp = this.#health.up;
     this.#health = { ...this.#health, up: true, lastSuccessSeconds: Date.now() / 1000 };
     this.#downLogged = false;
@@ -183,31 +184,27 @@ export class WatchedServiceSource implements Source {
     if (probe) {
       const canary = this.#state.canary;
       if (canary) {
-        const proxy = this.#canaryProxy;
-        // A proxy whose connection is gone would fail locally; a worker's hypha-rpc
-        // instead reconnects underneath and keeps addressing the same client, which
-        // is what calling the cached id on the current connection does.
-        const viaProxy = proxy !== undefined && proxy.generation === conn.generation && proxy.id === canary.fullId;
+        // Like a worker's hypha-rpc proxy, which reconnects underneath and keeps addressing
+        // the same client: the cached id is called on the current connection.
         cachedProbe = this.#timed('cached', probe.method, canary.fullId, () =>
-          viaProxy
-            ? proxy.call(probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs })
-            : conn.callDirect(canary.fullId, probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }));
+          conn.callDirect(canary.fullId, probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }));
       }
-      const first: Promise<ProbeResult> = fresh
-        ? this.#timed('fresh', probe.method, fresh.id, () => fresh!.call(probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }))
+      const r = resolved;
+      const first: Promise<ProbeResult> = r
+        ? this.#timed('fresh', probe.method, r.fullId, () => conn.callDirect(r.fullId, probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }))
         // The fresh path fails at resolution: that is what a newly started worker would see.
         : Promise.resolve<ProbeResult>({
           via: 'fresh', method: probe.method, outcome: outcomeOf(resolveError?.kind ?? 'remote'), seconds: resolveSeconds,
           error: resolveError?.message, atSeconds: Date.now() / 1000,
         });
-      freshProbe = first.then((r) => this.#retryFresh(conn, probe, r, fresh?.clientId, providers));
+      freshProbe = first.then((p) => this.#retryFresh(conn, probe, p, resolved?.clientId, providers));
     }
     const holderReads = this.cfg.holders.filter((h) => h.method !== undefined).map((h) => this.#readHolder(conn, h));
     const holderProbes = this.cfg.holders.filter((h) => h.probe !== undefined && this.#holderProbeDue(h, nowSeconds)).map((h) => this.#probeHolder(conn, h));
     const [c, f, holders, hps] = await Promise.all([cachedProbe, freshProbe, Promise.all(holderReads), Promise.all(holderProbes)]);
     const results = [c, f?.result].filter((r): r is ProbeResult => r !== undefined);
     const callEv = this.#state.applyCalls({ nowSeconds: Date.now() / 1000, probes: results, holders, holderProbes: hps, freshAttempts: f && f.attempts.length > 1 ? f.attempts : undefined });
-    this.#logRelease(callEv, undefined);
+    this.#logRelease(callEv);
 
     for (const r of results) this.#logOutcome(r.via, r.outcome, { via: r.via, seconds: r.seconds, target: r.target, error: r.error, attempts: r.attempts });
     for (const r of hps) this.#logOutcome(`holder:${r.holder}`, r.outcome, { holder: r.holder, method: r.method, seconds: r.seconds, error: r.error });
@@ -245,27 +242,18 @@ export class WatchedServiceSource implements Source {
     const others = providers.filter((p) => p !== firstClientId).slice(0, MAX_FRESH_RETRIES);
     if (others.length === 0) return { result: one, attempts: [one] };
     const { timeoutMs } = this.cfg;
-    const retries = await Promise.all(others.map(async (clientId): Promise<ProbeResult> => {
+    const retries = await Promise.all(others.map((clientId) => {
       const id = `${this.cfg.workspace}/${clientId}:${this.cfg.serviceId}`;
-      const t0 = performance.now();
-      let svc: RemoteService;
-      try {
-        svc = await conn.getService(id, { timeoutMs });
-      } catch (e) {
-        const err = toHyphaError(e, 'getService', this.#secrets());
-        return { via: 'fresh', method: probe.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t0) / 1000, target: id, error: err.message, atSeconds: Date.now() / 1000 };
-      }
-      return this.#timed('fresh', probe.method, svc.id, () => svc.call(probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }));
+      return this.#timed('fresh', probe.method, id, () => conn.callDirect(id, probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }));
     }));
     const attempts = [first, ...retries];
     const ok = retries.find((r) => r.outcome === 'ok');
     return { result: { ...(ok ?? first), attempts: attempts.length }, attempts };
   }
 
-  #logRelease(ev: CycleEvents, fresh: RemoteService | undefined): void {
+  #logRelease(ev: CycleEvents): void {
     const r = ev.witnessReleased;
     if (!r) return;
-    if (r.to !== undefined) this.#canaryProxy = fresh && fresh.id === r.to ? fresh : undefined;
     const why: Record<string, string> = {
       returned: 'its client id is a live provider again',
       holders_agree: 'every configured holder reports a live id (and its probe succeeded)',
@@ -303,8 +291,8 @@ export class WatchedServiceSource implements Source {
     const method = h.method;
     if (method === undefined) return { name: h.name };
     try {
-      const svc = await conn.getService(h.service, { timeoutMs: this.cfg.timeoutMs });
-      const result = await svc.call(method, h.args, { kwargs: kwargsOf(h.kwargs), timeoutMs: this.cfg.timeoutMs });
+      const info = await conn.getServiceInfo(h.service, { timeoutMs: this.cfg.timeoutMs });
+      const result = await conn.callDirect(info.id, method, h.args, { kwargs: kwargsOf(h.kwargs), timeoutMs: this.cfg.timeoutMs });
       const clientId = readHeldClientId(result, h.field);
       if (clientId === undefined) {
         return { name: h.name, error: `${method} returned no client id${h.field ? ` at ${h.field.join('.')}` : ''}` };
@@ -325,16 +313,16 @@ export class WatchedServiceSource implements Source {
   async #probeHolder(conn: HyphaConnection, h: HolderConfig): Promise<HolderProbeResult> {
     const p = h.probe!;
     const t0 = performance.now();
-    let svc: RemoteService;
+    let target: string;
     try {
-      svc = await conn.getService(p.service, { timeoutMs: this.cfg.timeoutMs });
+      target = (await conn.getServiceInfo(p.service, { timeoutMs: this.cfg.timeoutMs })).id;
     } catch (e) {
       const err = toHyphaError(e, `holder ${h.name}`, this.#secrets());
       return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t0) / 1000, error: `resolving ${p.service}: ${err.message}`, atSeconds: Date.now() / 1000 };
     }
     const t1 = performance.now();
     try {
-      await svc.call(p.method, p.args, { kwargs: kwargsOf(p.kwargs), timeoutMs: p.timeoutMs });
+      await conn.callDirect(target, p.method, p.args, { kwargs: kwargsOf(p.kwargs), timeoutMs: p.timeoutMs });
       return { holder: h.name, method: p.method, outcome: 'ok', seconds: (performance.now() - t1) / 1000, atSeconds: Date.now() / 1000 };
     } catch (e) {
       const err = toHyphaError(e, `holder ${h.name} ${p.method}`, this.#secrets());
