@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Document, isMap, isScalar, isSeq, parse, Scalar, YAMLMap } from 'yaml';
 import { z } from 'zod';
+import { formatDuration, parseDuration } from '../src/util/duration';
 
 export const MIXIN_CONFIG_PATH = 'rules/config/mixin.yml';
 export const RECORDING_PATH = 'rules/recording.yml';
@@ -95,6 +96,24 @@ export function loadMixinConfig(root: string, userFile?: string): MixinConfig {
     throw new Error(`${where}: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   return r.data;
+}
+
+/**
+ * The configuration with every duration (each alert's for and keep_firing_for, the bridge and the
+ * probe window) divided by `divisor` and floored at `min`: the documented test override that lets
+ * the end-to-end replays page in seconds with the same rule logic (test/harness/rules-override.ts).
+ */
+export function scaleDurations(c: MixinConfig, divisor: number, min = '5s'): MixinConfig {
+  const floor = parseDuration(min) ?? 5000;
+  const scale = (d: string): string => {
+    const ms = parseDuration(d.replace(/(\d+)w/, (_m, n: string) => `${Number(n) * 7}d`).replace(/(\d+)y/, (_m, n: string) => `${Number(n) * 365}d`));
+    if (ms === undefined) throw new Error(`not a duration: ${d}`);
+    return formatDuration(Math.max(floor, Math.round(ms / divisor / 1000) * 1000));
+  };
+  const alerts = Object.fromEntries(
+    Object.entries(c.alerts).map(([name, a]) => [name, { ...a, for: scale(a.for), ...(a.keep_firing_for ? { keep_firing_for: scale(a.keep_firing_for) } : {}) }]),
+  ) as MixinConfig['alerts'];
+  return { ...c, bridge: scale(c.bridge), probe_window: scale(c.probe_window), alerts };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -494,13 +513,16 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
               {{ with printf "max without (instance) (hypha_serve_service_cached_info{job=%q,service=%q,holder=%q} unless on (job, instance, service, client_id) hypha_serve_service_provider_info)" $labels.job $labels.service $labels.holder | query }}{{ . | first | label "client_id" }}{{ else }}{{ with printf "max without (instance) (last_over_time(hypha_serve_service_cached_info{job=%q,service=%q,holder=%q}[${B}]))" $labels.job $labels.service $labels.holder | query }}{{ . | first | label "client_id" }}{{ else }}(unknown){{ end }}{{ end }}
               for {{ $labels.service }}, which has not been among its live providers
               ({{ range $i, $p := printf "max without (instance) (hypha_serve_service_provider_info{${svc}})" ${svcArgs} | query | sortByLabel "client_id" }}{{ if $i }}, {{ end }}{{ $p.Labels.client_id }}{{ else }}{{ range $i, $p := printf "max without (instance) (last_over_time(hypha_serve_service_provider_info{${svc}}[${B}]))" ${svcArgs} | query | sortByLabel "client_id" }}{{ if $i }}, {{ end }}{{ $p.Labels.client_id }}{{ else }}none{{ end }}{{ end }})
-              for ${human('HyphaServiceCachedProxyStale')}. Calls through such a proxy hang until they time out while fresh
-              resolutions work. What the exporter knows: its own canary and the holders it is configured to probe. What it
-              cannot know: every other long-lived client (BioEngine workers, notebooks, services) that resolved
-              {{ $labels.service }} before its providers last changed
+              {{ with printf "min without (instance) (last_over_time(hypha_serve_service_cached_stale_since_timestamp_seconds{job=%q,service=%q,holder=%q}[${B}]))" $labels.job $labels.service $labels.holder | query }}since {{ . | first | value | humanizeTimestamp }}{{ else }}for ${human('HyphaServiceCachedProxyStale')}{{ end }}.
+              Calls through such a proxy hang until they time out while fresh resolutions work. What the exporter can know:
+              {{ with printf "max without (instance) (hypha_serve_service_holders_configured{${svc}}) == 0" ${svcArgs} | query }}no
+              holder is configured for this service, so its own canary is the only witness it has{{ else }}its own canary and
+              the holders it is configured to read or probe{{ end }}. What it cannot know: every other long-lived client
+              (BioEngine workers, notebooks, services) that resolved {{ $labels.service }} before its providers last changed
               {{- with printf "max without (instance) (hypha_serve_service_client_id_last_change_timestamp_seconds{${svc}})" ${svcArgs} | query }} ({{ . | first | value | humanizeTimestamp }}){{ end }}
-              and has not re-resolved since is stuck the same way, and stays stuck after this alert resolves: restart or
-              re-resolve them.
+              and has not re-resolved since is stuck the same way, and stays stuck after this alert resolves (for the canary:
+              when its old client id is live again, every configured holder agrees with the providers, or canary.witness_max
+              passes): restart or re-resolve them.
             `),
           },
         }),

@@ -2,19 +2,29 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 
-function findPackageJson(): { version: string } {
+/** The directory of this package's package.json (the checkout, or the installed package). */
+function packageRoot(): string | undefined {
   let d = __dirname;
   for (let i = 0; i < 5; i++) {
-    const p = path.join(d, 'package.json');
-    if (fs.existsSync(p)) return JSON.parse(fs.readFileSync(p, 'utf8')) as { version: string };
+    if (fs.existsSync(path.join(d, 'package.json'))) return d;
     d = path.dirname(d);
   }
-  return { version: '0.0.0' };
+  return undefined;
+}
+
+const ROOT = packageRoot();
+
+function packageVersion(): string {
+  if (ROOT === undefined) return '0.0.0';
+  return (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 function gitRevision(): string {
+  // Only a checkout of this repository has a revision of its own: installed with npm inside some
+  // other work tree, `git rev-parse` would report that tree's HEAD.
+  if (ROOT === undefined || !fs.existsSync(path.join(ROOT, '.git'))) return 'unknown';
   try {
-    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: __dirname, stdio: ['ignore', 'pipe', 'ignore'] })
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
       .toString()
       .trim();
   } catch {
@@ -22,5 +32,5 @@ function gitRevision(): string {
   }
 }
 
-export const VERSION = findPackageJson().version;
+export const VERSION = packageVersion();
 export const REVISION = process.env.HYPHA_SERVE_EXPORTER_REVISION ?? gitRevision();

@@ -1,38 +1,236 @@
+import zlib from 'node:zlib';
+import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
-import { SnapshotStore } from '../snapshot/store';
+import type { SnapshotStore } from '../snapshot/store';
+import type { Snapshot } from '../snapshot/types';
+import { AnyFamily, DYNAMIC_SCOPES, Emit, FAMILIES, Group, ProcessView, Scope, SCOPES, units } from './families';
+import { sameData } from './equal';
 import { ExporterMetrics } from './exporter';
-import { MetricsSection } from './section';
-import { RayMetrics } from './ray';
+import { MetricsSection, TableSection } from './section';
+import { ExpositionFormat, header, MetricType, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, sampleLine } from './text';
 
-/** Renders /metrics from the latest snapshot; never touches an upstream. */
+const gzip = promisify(zlib.gzip);
+
+/** `--metric-allowlist` / `--metric-denylist`: anchored regexes on family names; the denylist wins. */
+export interface FamilyFilter {
+  allow?: readonly RegExp[];
+  deny?: readonly RegExp[];
+}
+
+export function familyEnabled(name: string, filter: FamilyFilter = {}): boolean {
+  if (filter.allow && filter.allow.length > 0 && !filter.allow.some((r) => r.test(name))) return false;
+  return !(filter.deny ?? []).some((r) => r.test(name));
+}
+
+/** One body ready to write: a per-scrape head (clock-dependent series) and the cached rest. */
+export interface ScrapeBody {
+  contentType: string;
+  /** 'gzip' when the chunks are gzip members (a multi-member stream, RFC 1952 §2.2). */
+  encoding: 'gzip' | 'identity';
+  chunks: Buffer[];
+}
+
+interface Entry {
+  data: unknown;
+  /** Sample lines per family of the scope (index as in ScopeCache.families). */
+  frags: string[];
+  mark: number;
+}
+
+interface ScopeCache {
+  families: AnyFamily[];
+  entries: Map<string, Entry>;
+}
+
+interface Cached {
+  plain: Buffer;
+  gzip?: Promise<Buffer>;
+}
+
+interface LegacyFamily {
+  name: string;
+  help: string;
+  type: MetricType;
+  values: { metricName?: string; labels: Record<string, string | number>; value: number }[];
+}
+
+function renderUnit(families: readonly AnyFamily[], arg: unknown): string[] {
+  const frags: string[] = [];
+  for (const f of families) {
+    const lines: string[] = [];
+    const emit: Emit = (vals, v) => lines.push(sampleLine(f.name, f.labels, vals, v));
+    (f.sample as (x: unknown, e: Emit) => void)(arg, emit);
+    // join() yields a flat string: no rope of += concatenations kept alive per fragment.
+    frags.push(lines.length === 0 ? '' : lines.join(''));
+  }
+  return frags;
+}
+
+/**
+ * Renders /metrics from the latest snapshot; never touches an upstream.
+ *
+ * The families of the declared table are kept as pre-rendered lines per unit (app, deployment,
+ * proxy, registration, worker): a new snapshot re-renders only the units whose data changed,
+ * and the assembled body (plain and gzip) is cached until the snapshot moves. The exporter's
+ * process and source-health series depend on the clock and are rendered on every scrape, in
+ * front of the cached part. Sections still on prom-client (watched services) are rendered from
+ * their registries once per snapshot version.
+ */
 export class MetricsRenderer {
-  readonly registry = new Registry();
   readonly exporter: ExporterMetrics;
-  readonly #sections: MetricsSection[];
-  #renderedVersion = -1;
+  readonly #groups = new Set<Group>(['exporter', 'ray']);
+  readonly #legacy: { section: MetricsSection; registry: Registry }[] = [];
+  #filter: FamilyFilter = {};
+  #caches = new Map<Scope, ScopeCache>();
+  #dynamic: AnyFamily[] = [];
+  /** Table families rendered from the caches, in table order, with their index in their scope's cache. */
+  #static: { f: AnyFamily; index: number }[] = [];
+  #version = -1;
+  #mark = 0;
+  #legacyFamilies: LegacyFamily[] = [];
+  #bodies = new Map<ExpositionFormat, Cached>();
+  #updating: Promise<void> | undefined;
 
-  constructor(private readonly store: SnapshotStore, extra: ((r: Registry) => MetricsSection)[] = []) {
-    this.exporter = new ExporterMetrics(this.registry);
-    this.#sections = [this.exporter, new RayMetrics(this.registry), ...extra.map((f) => f(this.registry))];
-  }
-
-  /** Brings the registry up to date with the snapshot (cheap when nothing changed). */
-  sync(): void {
-    const s = this.store.get();
-    if (s.version !== this.#renderedVersion) {
-      for (const sec of this.#sections) sec.rebuild(s);
-      this.#renderedVersion = s.version;
+  constructor(private readonly store: SnapshotStore, extra: ((r: Registry) => MetricsSection)[] = [], filter: FamilyFilter = {}) {
+    this.exporter = new ExporterMetrics();
+    for (const make of extra) {
+      const registry = new Registry();
+      const section = make(registry);
+      if (section instanceof TableSection) this.#groups.add(section.group);
+      else this.#legacy.push({ section, registry });
     }
-    const now = Date.now() / 1000;
-    for (const sec of this.#sections) sec.refresh?.(s, now);
+    this.setFilter(filter);
   }
 
-  async render(): Promise<string> {
-    this.sync();
-    return this.registry.metrics();
+  /** Applies an allow/deny filter on family names; everything is re-rendered on the next scrape. */
+  setFilter(filter: FamilyFilter): void {
+    this.#filter = filter;
+    const on = FAMILIES.filter((f) => this.#groups.has(f.group) && familyEnabled(f.name, filter));
+    this.#dynamic = on.filter((f) => DYNAMIC_SCOPES.includes(f.scope));
+    this.#caches = new Map();
+    this.#static = [];
+    for (const scope of SCOPES) {
+      if (DYNAMIC_SCOPES.includes(scope)) continue;
+      const families = on.filter((f) => f.scope === scope);
+      if (families.length === 0) continue;
+      this.#caches.set(scope, { families, entries: new Map() });
+    }
+    for (const f of on) {
+      const c = this.#caches.get(f.scope);
+      if (c) this.#static.push({ f, index: c.families.indexOf(f) });
+    }
+    this.#version = -1;
+    this.#bodies.clear();
+  }
+
+  /** Names of the families currently rendered (after the filter), legacy sections included once rendered. */
+  get familyNames(): string[] {
+    return [...this.#dynamic, ...this.#static.map((x) => x.f)].map((f) => f.name).concat(this.#legacyFamilies.map((f) => f.name));
+  }
+
+  /** Brings the caches up to date with the snapshot (nothing to do when it did not move). */
+  async sync(): Promise<void> {
+    while (this.store.get().version !== this.#version) {
+      // Concurrent scrapes share one update.
+      this.#updating ??= this.#update().finally(() => {
+        this.#updating = undefined;
+      });
+      await this.#updating;
+    }
+  }
+
+  async #update(): Promise<void> {
+    const s = this.store.get();
+    const mark = ++this.#mark;
+    const now = Date.now() / 1000;
+    for (const [scope, cache] of this.#caches) {
+      for (const u of units(s, scope, now, {})) {
+        const e = cache.entries.get(u.key);
+        if (e && sameData(e.data, u.data, u.skip)) {
+          // Hold the current snapshot's object, never an older one (it would keep old snapshots alive).
+          e.data = u.data;
+          e.mark = mark;
+          continue;
+        }
+        const frags = renderUnit(cache.families, u.arg);
+        if (e) {
+          e.data = u.data;
+          e.frags = frags;
+          e.mark = mark;
+        } else {
+          cache.entries.set(u.key, { data: u.data, frags, mark });
+        }
+      }
+      for (const [k, e] of cache.entries) if (e.mark !== mark) cache.entries.delete(k);
+    }
+    const legacy: LegacyFamily[] = [];
+    for (const { section, registry } of this.#legacy) {
+      section.rebuild(s);
+      section.refresh?.(s, now);
+      for (const m of await registry.getMetricsAsJSON()) {
+        if (familyEnabled(m.name, this.#filter)) legacy.push(m as unknown as LegacyFamily);
+      }
+    }
+    this.#legacyFamilies = legacy;
+    this.#bodies.clear();
+    this.#version = s.version;
+  }
+
+  #cached(format: ExpositionFormat): Cached {
+    let c = this.#bodies.get(format);
+    if (c) return c;
+    const parts: string[] = [];
+    for (const m of this.#legacyFamilies) {
+      parts.push(header(m.name, m.type, m.help, format));
+      for (const v of m.values) {
+        const names = Object.keys(v.labels);
+        parts.push(sampleLine(v.metricName ?? m.name, names, names.map((n) => String(v.labels[n])), v.value));
+      }
+    }
+    for (const { f, index } of this.#static) {
+      parts.push(header(f.name, f.type, f.help, format));
+      for (const e of (this.#caches.get(f.scope) as ScopeCache).entries.values()) {
+        const frag = e.frags[index];
+        if (frag !== '') parts.push(frag);
+      }
+    }
+    if (format === 'openmetrics') parts.push('# EOF\n');
+    c = { plain: Buffer.from(parts.join(''), 'utf8') };
+    this.#bodies.set(format, c);
+    return c;
+  }
+
+  #head(s: Snapshot, format: ExpositionFormat): string {
+    const now = Date.now() / 1000;
+    const proc: ProcessView = this.exporter.processView();
+    const parts: string[] = [];
+    for (const f of this.#dynamic) {
+      parts.push(header(f.name, f.type, f.help, format));
+      for (const u of units(s, f.scope, now, proc)) {
+        (f.sample as (x: unknown, e: Emit) => void)(u.arg, (vals, v) => parts.push(sampleLine(f.name, f.labels, vals, v)));
+      }
+    }
+    return parts.join('');
+  }
+
+  async render(format: ExpositionFormat = 'prometheus'): Promise<string> {
+    await this.sync();
+    return this.#head(this.store.get(), format) + this.#cached(format).plain.toString('utf8');
+  }
+
+  /** The /metrics answer in the negotiated format and encoding; the cached part is not copied. */
+  async scrape(format: ExpositionFormat, encoding: 'gzip' | 'identity'): Promise<ScrapeBody> {
+    await this.sync();
+    const cached = this.#cached(format);
+    const head = Buffer.from(this.#head(this.store.get(), format), 'utf8');
+    const contentType = format === 'openmetrics' ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE;
+    if (encoding === 'identity') return { contentType, encoding, chunks: [head, cached.plain] };
+    cached.gzip ??= gzip(cached.plain);
+    const [tail, headGz] = await Promise.all([cached.gzip, gzip(head, { level: 1 })]);
+    return { contentType, encoding, chunks: [headGz, tail] };
   }
 
   get contentType(): string {
-    return this.registry.contentType;
+    return PROMETHEUS_CONTENT_TYPE;
   }
 }

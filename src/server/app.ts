@@ -4,6 +4,7 @@ import type { Logger } from '../log';
 import { basicAuth } from './web-config';
 import { statusPageRouter } from '../status-page/routes';
 import { statusApiRouter } from './status-api';
+import { negotiateEncoding, negotiateFormat } from '../metrics/negotiate';
 
 /** HTTP endpoints. Nothing here waits on an upstream: all answers come from the snapshot. */
 export function createApp(exporter: Exporter, log: Logger, opts: { users?: Map<string, string> } = {}): Express {
@@ -13,10 +14,19 @@ export function createApp(exporter: Exporter, log: Logger, opts: { users?: Map<s
   // Every endpoint, /-/reload included, is behind basic auth when the web config has users.
   if (opts.users && opts.users.size > 0) app.use(basicAuth(opts.users));
 
-  app.get('/metrics', async (_req: Request, res: Response) => {
+  app.get('/metrics', async (req: Request, res: Response) => {
     try {
-      const body = await exporter.metrics.render();
-      res.set('Content-Type', exporter.metrics.contentType).send(body);
+      const body = await exporter.metrics.scrape(negotiateFormat(req.get('accept')), negotiateEncoding(req.get('accept-encoding')));
+      res.set('Content-Type', body.contentType);
+      res.set('Vary', 'Accept, Accept-Encoding');
+      if (body.encoding === 'gzip') res.set('Content-Encoding', 'gzip');
+      res.set('Content-Length', String(body.chunks.reduce((n, c) => n + c.length, 0)));
+      if (req.method === 'HEAD') {
+        res.end();
+        return;
+      }
+      for (const c of body.chunks.slice(0, -1)) res.write(c);
+      res.end(body.chunks[body.chunks.length - 1]);
     } catch (e) {
       log.error({ error: (e as Error).message }, 'rendering /metrics failed');
       res.status(500).type('text/plain').send('internal error rendering metrics\n');

@@ -29,8 +29,8 @@ export interface StackOptions {
   /** Alertmanager route timers (undefined = the example's). */
   groupWait?: string;
   groupInterval?: string;
-  /** Canary re-resolve policy of the watched artifact manager. */
-  canaryReresolveAfter: string;
+  /** Canary re-resolve policy of the watched artifact manager (undefined: the shipped default). */
+  canaryReresolveAfter?: string;
   /** Hypha's fixed server id at start (restarts may change it). */
   hyphaServerId?: string;
   /** Extra YAML appended to the exporter config (e.g. registration mapping). */

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { main as genMain, MANIFEST_PATH, renderAll, renderPrometheusRule } from '../../scripts/gen-prometheusrule';
-import { ALERT_NAMES, humanDuration, loadMixinConfig, MIXIN_CONFIG_PATH, withSelector } from '../../scripts/gen-rules';
+import { ALERT_NAMES, humanDuration, loadMixinConfig, MIXIN_CONFIG_PATH, renderPack, scaleDurations, withSelector } from '../../scripts/gen-rules';
 import { prometheusVersions } from '../harness/prometheus-versions';
 import { loadRules, metricNamesIn, metricNamesUsedByRules, RuleDef } from '../helpers/rule-metrics';
 
@@ -204,6 +204,25 @@ describe('the mixin generator', () => {
         fs.writeFileSync(f, stringify(over));
         expect(() => loadMixinConfig(ROOT, f)).toThrow(key);
       }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('scaleDurations shortens every duration for the e2e replays, and the result still loads', () => {
+    const c = scaleDurations(CONFIG, 10, '5s');
+    expect(c.bridge).toBe('30s');
+    expect(c.probe_window).toBe('18s');
+    expect(c.alerts.HyphaServeAppRunningNotRegistered.for).toBe('30s');
+    expect(c.alerts.HyphaServeSourceStale.for).toBe('12s');
+    expect(scaleDurations(CONFIG, 1000, '5s').alerts.HyphaServiceCachedProxyStale.for).toBe('5s');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hse-scaled-'));
+    try {
+      const pack = renderPack(c);
+      fs.writeFileSync(path.join(dir, 'recording.yml'), pack.recording);
+      fs.writeFileSync(path.join(dir, 'alerts.yml'), pack.alerts);
+      expect(pack.alerts).toContain('[30s]');
+      expect(run(VERSIONS[0].promtool, ['check', 'rules', path.join(dir, 'recording.yml'), path.join(dir, 'alerts.yml')]).code).toBe(0);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -1,0 +1,391 @@
+import { isMissing, REGISTRATION_STATES } from '../registration/types';
+import type { AppRegistration, HyphaSample, WorkerSample } from '../registration/types';
+import {
+  APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS,
+  RayClusterSample, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths,
+} from '../snapshot/types';
+import { REVISION, VERSION } from '../version';
+import type { MetricType } from './text';
+
+// The one declared list of the metric families derived from the snapshot (and the exporter's
+// own process). The renderer, the prom-client adapters kept for sections' tests, and the
+// generated metrics docs all read this table; nothing else defines a family.
+
+/** What one family's samples are computed from; units of a scope are cached and re-rendered together. */
+export interface ScopeArgs {
+  /** The exporter process itself; rendered on every scrape. */
+  process: ProcessView;
+  /** One upstream's health; rendered on every scrape (sample age is clock-dependent). */
+  source: { h: SourceHealth; now: number };
+  cluster: RayClusterSample;
+  app: { cluster: string; app: ServeApp };
+  deployment: { cluster: string; app: string; d: ServeDeployment };
+  proxy: { cluster: string; p: ServeProxy };
+  hypha: HyphaSample;
+  /** `known`: the app's Ray source and the Hypha source are up and the app is settled; else the fact is unknown and absent. */
+  registration: { hypha: string; a: AppRegistration; known: boolean };
+  worker: { hypha: string; w: WorkerSample };
+}
+export type Scope = keyof ScopeArgs;
+
+/** Scopes whose samples depend on the clock or the process, not only on the snapshot. */
+export const DYNAMIC_SCOPES: readonly Scope[] = ['process', 'source'];
+
+export type Group = 'exporter' | 'ray' | 'hypha';
+export type Stability = 'stable' | 'experimental';
+
+/** Receives one sample: label values in the family's label order (undefined leaves the label out). */
+export type Emit = (labelValues: readonly (string | undefined)[], value: number) => void;
+
+export interface FamilyDef<S extends Scope = Scope> {
+  name: string;
+  type: Exclude<MetricType, 'histogram'>;
+  help: string;
+  labels: readonly string[];
+  stability: Stability;
+  group: Group;
+  scope: S;
+  sample: (x: ScopeArgs[S], emit: Emit) => void;
+}
+export type AnyFamily = { [S in Scope]: FamilyDef<S> }[Scope];
+
+export interface ProcessView {
+  /** Last configuration (re)load; undefined before the first one (then 0 like an unset gauge). */
+  reloadOk?: boolean;
+  reloadSuccessSeconds?: number;
+}
+
+function fam<S extends Scope>(def: FamilyDef<S>): AnyFamily {
+  return def as unknown as AnyFamily;
+}
+
+/** One 0/1 series per known state plus the observed value when it is unknown (open enum). */
+function stateSet(emit: Emit, base: readonly (string | undefined)[], known: readonly string[], value: string): void {
+  for (const s of known) emit([...base, s], s === value ? 1 : 0);
+  if (!known.includes(value)) emit([...base, value], 1);
+}
+
+const SRC = ['source', 'target'] as const;
+const APP = ['ray_cluster', 'app'] as const;
+const DEP = ['ray_cluster', 'app', 'deployment'] as const;
+const PROXY = ['ray_cluster', 'node_id', 'node_ip'] as const;
+// Identity of a registration is (ray_cluster, app) on a Hypha server: the expected service id is
+// derived and can change while the condition holds (a worker restart), so it lives in an _info series.
+const REG = ['ray_cluster', 'app', 'hypha'] as const;
+const WORKER_APP = ['hypha', 'worker', 'ray_cluster', 'app'] as const;
+
+const startSeconds = Math.round(Date.now() / 1000 - process.uptime());
+
+const depLabels = (x: ScopeArgs['deployment']) => [x.cluster, x.app, x.d.name];
+const proxyLabels = (x: ScopeArgs['proxy']) => [x.cluster, x.p.nodeId, x.p.nodeIp];
+const regLabels = (x: ScopeArgs['registration']) => [x.a.cluster, x.a.app, x.hypha];
+
+export const FAMILIES: readonly AnyFamily[] = [
+  // ------------------------------------------------------------ the exporter itself
+  fam({
+    name: 'hypha_serve_exporter_build_info', type: 'gauge', help: 'Build of the exporter; always 1.', labels: ['version', 'revision', 'nodejs'],
+    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => emit([VERSION, REVISION, process.version], 1),
+  }),
+  fam({
+    name: 'hypha_serve_exporter_config_last_reload_successful', type: 'gauge', help: '1 when the last configuration (re)load succeeded.', labels: [],
+    stability: 'stable', group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadOk === true ? 1 : 0),
+  }),
+  fam({
+    name: 'hypha_serve_exporter_config_last_reload_success_timestamp_seconds', type: 'gauge', help: 'When the configuration was last loaded successfully (Unix seconds).', labels: [],
+    stability: 'stable', group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadSuccessSeconds ?? 0),
+  }),
+  // The process's own footprint, in the exporter's namespace (prom-client's default set fails promtool's lint).
+  fam({
+    name: 'hypha_serve_exporter_start_time_seconds', type: 'gauge', help: 'When the exporter process started (Unix seconds).', labels: [],
+    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], startSeconds),
+  }),
+  fam({
+    name: 'hypha_serve_exporter_resident_memory_bytes', type: 'gauge', help: 'Resident memory of the exporter process.', labels: [],
+    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage.rss()),
+  }),
+  fam({
+    name: 'hypha_serve_exporter_heap_used_bytes', type: 'gauge', help: 'V8 heap in use by the exporter process.', labels: [],
+    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage().heapUsed),
+  }),
+  fam({
+    name: 'hypha_serve_exporter_cpu_seconds_total', type: 'counter', help: 'CPU time (user + system) used by the exporter process.', labels: [],
+    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => {
+      const cpu = process.cpuUsage();
+      emit([], (cpu.user + cpu.system) / 1e6);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_source_up', type: 'gauge', help: '1 when the last sample of the upstream succeeded.', labels: SRC,
+    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => emit([h.source, h.target], h.up ? 1 : 0),
+  }),
+  fam({
+    name: 'hypha_serve_source_last_success_timestamp_seconds', type: 'gauge', help: 'When the upstream was last sampled successfully (Unix seconds).', labels: SRC,
+    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+      if (h.lastSuccessSeconds !== undefined) emit([h.source, h.target], h.lastSuccessSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_source_sample_age_seconds', type: 'gauge', help: 'Age of the data served for the upstream: now minus the last successful sample.', labels: SRC,
+    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h, now }, emit) => {
+      if (h.lastSuccessSeconds !== undefined) emit([h.source, h.target], Math.max(0, now - h.lastSuccessSeconds));
+    },
+  }),
+  fam({
+    name: 'hypha_serve_source_sample_duration_seconds', type: 'gauge', help: 'Duration of the last sample attempt of the upstream.', labels: SRC,
+    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+      if (h.lastDurationSeconds !== undefined) emit([h.source, h.target], h.lastDurationSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_source_interval_seconds', type: 'gauge', help: 'Configured sampling interval of the upstream; a sample age far past it while source_up stays 1 is a stuck sampler.', labels: SRC,
+    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+      if (h.intervalSeconds !== undefined) emit([h.source, h.target], h.intervalSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_source_errors_total', type: 'counter', help: 'Failed samples of the upstream by reason.', labels: [...SRC, 'reason'],
+    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+      for (const reason of SAMPLE_ERROR_REASONS) emit([h.source, h.target, reason], h.errors[reason]);
+    },
+  }),
+
+  // ------------------------------------------------------------ Ray Serve
+  // `ray_cluster`, not `cluster`: multi-cluster Prometheus setups use `cluster` as an external label.
+  fam({
+    name: 'hypha_serve_app_status', type: 'gauge', help: 'Ray Serve application status (state set: 1 for the current status).', labels: [...APP, 'status'],
+    stability: 'stable', group: 'ray', scope: 'app', sample: (x, emit) => stateSet(emit, [x.cluster, x.app.name], APP_STATUSES, x.app.status),
+  }),
+  fam({
+    name: 'hypha_serve_app_info', type: 'gauge', help: 'Ray Serve application facts; always 1.', labels: [...APP, 'route_prefix', 'source'],
+    stability: 'stable', group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name, x.app.routePrefix ?? '', x.app.source ?? ''], 1),
+  }),
+  fam({
+    name: 'hypha_serve_app_deployed_timestamp_seconds', type: 'gauge', help: 'When the application was last deployed (Unix seconds).', labels: APP,
+    stability: 'stable', group: 'ray', scope: 'app', sample: (x, emit) => {
+      if (x.app.lastDeployedSeconds !== undefined) emit([x.cluster, x.app.name], x.app.lastDeployedSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_message_present', type: 'gauge', help: '1 when Ray Serve reports a non-empty status message for the application.', labels: APP,
+    stability: 'stable', group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name], x.app.messagePresent ? 1 : 0),
+  }),
+  fam({
+    name: 'hypha_serve_deployment_status', type: 'gauge', help: 'Ray Serve deployment status (state set).', labels: [...DEP, 'status'],
+    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => stateSet(emit, depLabels(x), DEPLOYMENT_STATUSES, x.d.status),
+  }),
+  fam({
+    name: 'hypha_serve_deployment_replicas', type: 'gauge', help: 'Replicas of the deployment per replica state (explicit zeros).', labels: [...DEP, 'state'],
+    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => {
+      const l = depLabels(x);
+      for (const [state, n] of Object.entries(x.d.replicas)) emit([...l, state], n);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_deployment_target_replicas', type: 'gauge', help: 'Replica count Ray Serve is currently targeting.', labels: DEP,
+    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => {
+      if (x.d.targetReplicas !== undefined) emit(depLabels(x), x.d.targetReplicas);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_deployment_min_replicas', type: 'gauge', help: 'Lower replica bound (autoscaling min_replicas, or the fixed num_replicas).', labels: DEP,
+    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => {
+      if (x.d.minReplicas !== undefined) emit(depLabels(x), x.d.minReplicas);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_deployment_max_replicas', type: 'gauge', help: 'Upper replica bound (autoscaling max_replicas, or the fixed num_replicas).', labels: DEP,
+    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => {
+      if (x.d.maxReplicas !== undefined) emit(depLabels(x), x.d.maxReplicas);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_deployment_scaled_to_zero', type: 'gauge',
+    help: '1 when the deployment is idle at zero by design (autoscaling allows 0, target 0, no RUNNING replica, serviceable status).', labels: DEP,
+    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.scaledToZero ? 1 : 0),
+  }),
+  fam({
+    name: 'hypha_serve_deployment_autoscaling', type: 'gauge', help: '1 when the deployment has an autoscaling config.', labels: DEP,
+    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.autoscaling ? 1 : 0),
+  }),
+  fam({
+    name: 'hypha_serve_proxy_ready', type: 'gauge', help: '1 when the Serve HTTP proxy answers 200 on /-/healthz.', labels: PROXY,
+    stability: 'stable', group: 'ray', scope: 'proxy', sample: (x, emit) => {
+      if (x.p.ready !== undefined) emit(proxyLabels(x), x.p.ready ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_proxy_head', type: 'gauge', help: '1 for the proxy on the controller (head) node, the one that can wake scaled-to-zero apps.', labels: PROXY,
+    stability: 'stable', group: 'ray', scope: 'proxy', sample: (x, emit) => emit(proxyLabels(x), x.p.head ? 1 : 0),
+  }),
+  fam({
+    name: 'hypha_serve_proxy_status', type: 'gauge', help: 'Controller view of the Serve proxy actor (state set).', labels: [...PROXY, 'status'],
+    stability: 'stable', group: 'ray', scope: 'proxy', sample: (x, emit) => stateSet(emit, proxyLabels(x), PROXY_STATUSES, x.p.status),
+  }),
+  fam({
+    name: 'hypha_serve_cluster_apps_dropped_total', type: 'counter', help: 'Applications left out by the per-cluster max_apps cap, summed over samples.', labels: ['ray_cluster'],
+    stability: 'stable', group: 'ray', scope: 'cluster', sample: (x, emit) => emit([x.cluster], x.appsDroppedTotal),
+  }),
+  fam({
+    name: 'hypha_serve_cluster_malformed_entries_total', type: 'counter', help: 'Malformed apps, deployments or proxies skipped in Serve API answers.', labels: ['ray_cluster'],
+    stability: 'stable', group: 'ray', scope: 'cluster', sample: (x, emit) => emit([x.cluster], x.malformedTotal),
+  }),
+
+  // ------------------------------------------------------------ Hypha registration and BioEngine workers
+  fam({
+    name: 'hypha_serve_hypha_reconnects_total', type: 'counter', help: 'Connections to the Hypha server rebuilt after the first one.', labels: ['target'],
+    stability: 'stable', group: 'hypha', scope: 'hypha', sample: (h, emit) => emit([h.target], h.reconnectsTotal),
+  }),
+  fam({
+    name: 'hypha_serve_hypha_connection_generation', type: 'gauge', help: 'Number of the current Hypha connection (1 = the first); moves on every rebuild.', labels: ['target'],
+    stability: 'stable', group: 'hypha', scope: 'hypha', sample: (h, emit) => {
+      if (h.generation > 0) emit([h.target], h.generation);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_registered', type: 'gauge',
+    help: '1 when the Serve app\'s expected Hypha service is registered (also under another client id), 0 when not. Present only while the Ray and Hypha sources are up.',
+    labels: REG, stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => {
+      if (x.known) emit(regLabels(x), x.a.registered ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_expected_service_info', type: 'gauge',
+    help: 'The Hypha service the Serve app is expected to register ("ws/client:svc", client "*" while never known); always 1.',
+    labels: [...REG, 'workspace', 'service'], stability: 'stable', group: 'hypha', scope: 'registration',
+    sample: (x, emit) => emit([...regLabels(x), x.a.workspace, x.a.service], 1),
+  }),
+  fam({
+    name: 'hypha_serve_app_registration_state', type: 'gauge', help: 'Registration of the Serve app in Hypha, and why it is missing (state set).', labels: [...REG, 'state'],
+    stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => {
+      if (x.known) stateSet(emit, regLabels(x), REGISTRATION_STATES, x.a.state);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_unregistered_since_timestamp_seconds', type: 'gauge',
+    help: 'Start of the current spell in which the running app has no Hypha registration (Unix seconds); present only while missing.', labels: REG,
+    stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => {
+      if (x.known && isMissing(x.a.state) && x.a.unregisteredSinceSeconds !== undefined) emit(regLabels(x), x.a.unregisteredSinceSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_registration_client_id_mismatch', type: 'gauge',
+    help: '1 when the app\'s service is registered only under a client id other than the expected one.', labels: REG,
+    stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => {
+      if (x.known) emit(regLabels(x), x.a.clientIdMismatch ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_registration_client_id_changes_total', type: 'counter',
+    help: 'Times the client id registering the app\'s service changed (e.g. proxy replicas re-registering).', labels: REG,
+    stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => emit(regLabels(x), x.a.clientIdChangesTotal),
+  }),
+  fam({
+    name: 'hypha_serve_worker_up', type: 'gauge', help: '1 when the BioEngine worker answered get_status in its last cross-check.', labels: ['hypha', 'worker'],
+    stability: 'stable', group: 'hypha', scope: 'worker', sample: (x, emit) => emit([x.hypha, x.w.worker], x.w.up ? 1 : 0),
+  }),
+  fam({
+    name: 'hypha_serve_worker_app_status', type: 'gauge',
+    help: 'App status as the BioEngine worker reports it (state set); ray_cluster is empty when the config does not tie the worker to one cluster.',
+    labels: [...WORKER_APP, 'status'], stability: 'stable', group: 'hypha', scope: 'worker', sample: (x, emit) => {
+      if (!x.w.up) return;
+      for (const app of x.w.apps) stateSet(emit, [x.hypha, x.w.worker, x.w.rayCluster ?? '', app.app], APP_STATUSES, app.status);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_worker_app_service_registered', type: 'gauge',
+    help: 'The BioEngine worker\'s own belief whether the app\'s service is registered; absent when the worker does not say (no released BioEngine does).',
+    labels: WORKER_APP, stability: 'stable', group: 'hypha', scope: 'worker', sample: (x, emit) => {
+      if (!x.w.up) return;
+      for (const app of x.w.apps) if (app.serviceRegistered !== undefined) emit([x.hypha, x.w.worker, x.w.rayCluster ?? '', app.app], app.serviceRegistered ? 1 : 0);
+    },
+  }),
+];
+
+/** A unit of a scope: `key` identifies it across snapshots; `data` is compared to decide whether its lines are still valid. */
+export interface Unit<S extends Scope> {
+  key: string;
+  arg: ScopeArgs[S];
+  /** Plain data the unit's samples derive from (compared structurally against the cached one). */
+  data: unknown;
+  /** A field of `data` that other units cover (an app's deployments), skipped in the comparison. */
+  skip?: string;
+}
+
+const SEP = '\u0000';
+
+/**
+ * The units of one scope in a snapshot, in a stable order. This is the single place that decides
+ * which facts exist (e.g. registration only while its sources are up); the renderer caches per unit.
+ */
+export function* units<S extends Scope>(s: Snapshot, scope: S, now: number, proc: ProcessView): Generator<Unit<S>> {
+  type U = Unit<S>;
+  switch (scope) {
+    case 'process':
+      yield { key: '', arg: proc, data: proc } as U;
+      return;
+    case 'source':
+      for (const h of sourceHealths(s)) yield { key: `${h.source}${SEP}${h.target}`, arg: { h, now }, data: h } as U;
+      return;
+    case 'cluster':
+      for (const c of s.ray.values()) yield { key: c.cluster, arg: c, data: c, skip: 'state' } as U;
+      return;
+    case 'app':
+      for (const c of s.ray.values()) {
+        for (const app of c.state?.apps ?? []) yield { key: `${c.cluster}${SEP}${app.name}`, arg: { cluster: c.cluster, app }, data: app, skip: 'deployments' } as U;
+      }
+      return;
+    case 'deployment':
+      for (const c of s.ray.values()) {
+        for (const app of c.state?.apps ?? []) {
+          for (const d of app.deployments) {
+            yield { key: `${c.cluster}${SEP}${app.name}${SEP}${d.name}`, arg: { cluster: c.cluster, app: app.name, d }, data: d } as U;
+          }
+        }
+      }
+      return;
+    case 'proxy':
+      for (const c of s.ray.values()) {
+        for (const p of c.state?.proxies ?? []) yield { key: `${c.cluster}${SEP}${p.nodeId}${SEP}${p.nodeIp}`, arg: { cluster: c.cluster, p }, data: p } as U;
+      }
+      return;
+    case 'hypha':
+      if (s.hypha) yield { key: s.hypha.target, arg: s.hypha, data: [s.hypha.target, s.hypha.reconnectsTotal, s.hypha.generation] } as U;
+      return;
+    case 'registration': {
+      const h = s.hypha;
+      if (!h) return;
+      for (const a of h.apps) {
+        const known = h.health.up && s.ray.get(a.cluster)?.health.up === true && a.settled;
+        yield { key: `${h.target}${SEP}${a.cluster}${SEP}${a.app}${SEP}${known ? 1 : 0}`, arg: { hypha: h.target, a, known }, data: a } as U;
+      }
+      return;
+    }
+    case 'worker': {
+      const h = s.hypha;
+      if (!h || !h.health.up) return;
+      for (const w of h.workers) yield { key: `${h.target}${SEP}${w.worker}`, arg: { hypha: h.target, w }, data: w } as U;
+      return;
+    }
+  }
+}
+
+export const SCOPES: readonly Scope[] = ['process', 'source', 'cluster', 'app', 'deployment', 'proxy', 'hypha', 'registration', 'worker'];
+
+export function familiesOf(group: Group): AnyFamily[] {
+  return FAMILIES.filter((f) => f.group === group);
+}
+
+/** Samples of one family over a snapshot, as label objects (prom-client adapters, docs, tests). */
+export function collect(f: AnyFamily, s: Snapshot, now: number, proc: ProcessView = {}): { labels: Record<string, string>; value: number }[] {
+  const out: { labels: Record<string, string>; value: number }[] = [];
+  const emit: Emit = (vals, value) => {
+    const labels: Record<string, string> = {};
+    f.labels.forEach((l, i) => {
+      const v = vals[i];
+      if (v !== undefined) labels[l] = v;
+    });
+    out.push({ labels, value });
+  };
+  for (const u of units(s, f.scope, now, proc)) (f.sample as (x: unknown, e: Emit) => void)(u.arg, emit);
+  return out;
+}

@@ -1,0 +1,215 @@
+// High availability end to end (issue 15 item 5), every process real and on loopback: two exporter
+// replicas with one configuration, watching one real Ray Serve and one real Hypha; two Prometheus
+// servers configured by examples/ha/prometheus-{a,b}.yml (replica external label, dropped from
+// alerts), both loading the rules (test override: `for:` ÷ 10); two Alertmanager 0.25 clustered
+// over their gossip ports (examples/ha/alertmanager.default), both sent every alert; one webhook
+// receiver. Each incident must be delivered exactly once, also after one Prometheus, one
+// Alertmanager (the one that would notify first) and one exporter are killed mid-incident.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startHypha, HyphaHandle } from '../harness/hypha';
+import { startRay, RayCluster } from '../harness/ray';
+import { exporterConfig, EXPORTER_JOB } from '../harness/stack';
+import { overriddenRuleFiles } from '../harness/rules-override';
+import { startWebhookReceiver } from '../harness/webhook-receiver';
+import { artifactsDir, repoRoot, waitFor } from '../harness/proc';
+import { PrometheusServer } from '../harness/prometheus';
+import {
+  AlertmanagerPeer, ExporterProc, firstNotifier, HA_EXAMPLES, startAlertmanagerCluster, startExporter, startPrometheusFromExample,
+} from '../harness/ha-stack';
+import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
+import { sleep } from '../helpers/e2e';
+
+jest.setTimeout(1_200_000);
+
+const FOR_DIVISOR = 10;
+// Longer than --cluster.peer-timeout (15 s, the example keeps the default) plus a few group
+// intervals: a second Alertmanager that did not see the first one's notification would have sent by then.
+const DUPLICATE_WINDOW_MS = 25_000;
+const NOTIFY = 'HyphaServeAppRunningNotRegistered';
+const STALE = 'HyphaServiceCachedProxyStale';
+
+type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
+
+// Fault → single page times, in their own artifact (e2e-times.json belongs to the e2e replays).
+const times: Array<{ scenario: string; alert: string; ms: number }> = [];
+function recordTime(scenario: string, alert: string, ms: number): void {
+  times.push({ scenario, alert, ms });
+  fs.writeFileSync(path.join(artifactsDir(), 'ha-times.json'), JSON.stringify(times, null, 2));
+}
+type Prom = PrometheusServer & { kill(): Promise<void> };
+
+describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers page once', () => {
+  let hypha: HyphaHandle;
+  let ray: RayCluster;
+  let receiver: Receiver;
+  let ams: AlertmanagerPeer[] = [];
+  const exporters: ExporterProc[] = [];
+  const proms: Prom[] = [];
+  let rulesDir = '';
+  let tokenDir = '';
+  let tokenFile = '';
+  const started = Date.now();
+  const log = (m: string) => process.stdout.write(`[ha +${((Date.now() - started) / 1000).toFixed(0)}s] ${m}\n`);
+
+  beforeAll(async () => {
+    [hypha, ray] = await Promise.all([startHypha({ enableS3: true, serverId: 'ha-fixed' }), startRay()]);
+    log(`Hypha ${hypha.url}, Ray ${ray.dashboardUrl}`);
+    tokenDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ha-token-'));
+    tokenFile = path.join(tokenDir, 'hypha-token');
+    fs.writeFileSync(tokenFile, hypha.rootToken, { mode: 0o600 });
+    receiver = await startWebhookReceiver(path.join(artifactsDir(), `pages-ha-${Date.now()}.log`));
+    ams = await startAlertmanagerCluster(2, { webhookBase: receiver.url, groupWait: '1s', groupInterval: '2s', repeatInterval: '1h' });
+    log(`Alertmanager cluster ${ams.map((a) => `${a.host} (gossip ${a.clusterAddress})`).join(', ')}`);
+    // One configuration for both replicas: the same facts under the same labels.
+    const cfg = exporterConfig({
+      sampleInterval: '1s', sampleTimeout: '3s', cluster: 'ha',
+      exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {discover: false}\n  clusters:\n    - cluster: ha\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
+    }, hypha, ray);
+    exporters.push(...(await Promise.all(['ha-exporter-1', 'ha-exporter-2'].map((n) => startExporter(n, cfg, { HYPHA_TOKEN: hypha.rootToken })))));
+    const rules = overriddenRuleFiles({ forDivisor: FOR_DIVISOR, minFor: '5s' });
+    rulesDir = rules.dir;
+    for (const file of ['prometheus-a.yml', 'prometheus-b.yml']) {
+      proms.push(await startPrometheusFromExample(file, {
+        targets: { [EXPORTER_JOB]: exporters.map((e) => e.instance) },
+        alertmanagers: ams.map((a) => a.host), ruleFiles: rules.files, scrapeInterval: '1s', evaluationInterval: '1s',
+      }));
+    }
+    log(`Prometheus ${proms.map((p) => p.url).join(', ')} scraping ${exporters.map((e) => e.instance).join(', ')}`);
+  });
+
+  afterAll(async () => {
+    for (const p of proms) await p.stop().catch(() => undefined);
+    for (const a of ams) await a.stop().catch(() => undefined);
+    for (const e of exporters) await e.stop().catch(() => undefined);
+    await receiver?.close();
+    await ray?.stop().catch(() => undefined);
+    await hypha?.stop().catch(() => undefined);
+    if (rulesDir) fs.rmSync(rulesDir, { recursive: true, force: true });
+    if (tokenDir) fs.rmSync(tokenDir, { recursive: true, force: true });
+  });
+
+  /** Firing notifications of `alert` (labels matching) delivered since `since`. */
+  const firing = (alert: string, since: number, labels: Record<string, string> = {}) =>
+    receiver.pages.filter((p) => p.receivedAt >= since && p.alerts.some((a) => a.status === 'firing' && a.labels.alertname === alert && Object.entries(labels).every(([k, v]) => a.labels[k] === v)));
+  const resolved = (alert: string, since: number, labels: Record<string, string> = {}) =>
+    receiver.pages.filter((p) => p.receivedAt >= since && p.alerts.some((a) => a.status === 'resolved' && a.labels.alertname === alert && Object.entries(labels).every(([k, v]) => a.labels[k] === v)));
+  const firstPage = (alert: string, since: number, labels: Record<string, string>, timeoutMs: number) =>
+    waitFor(`${alert} ${JSON.stringify(labels)} page`, async () => firing(alert, since, labels)[0], timeoutMs, 250);
+  const registration = async (prom: PrometheusServer, app: string) =>
+    (await prom.vector(`hypha_serve_app_registration_state{app="${app}"} == 1`)).map((s) => s.metric.state);
+  /** The exporter's own start of the missing spell: the fault time. */
+  const missingSince = async (prom: PrometheusServer, app: string) => {
+    const v = await prom.vector(`min(hypha_serve_app_unregistered_since_timestamp_seconds{app="${app}"})`);
+    return v.length ? Number(v[0].value[1]) * 1000 : undefined;
+  };
+  const buggyApp = (name: string) => bioengineApp({ name, behaviour: 'buggy_deregister_at_zero', hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, downscaleDelayS: 20 });
+
+  test('the shipped HA examples pass promtool and amtool', () => {
+    for (const f of ['prometheus-a.yml', 'prometheus-b.yml', 'prometheus-shards.yml']) {
+      execFileSync('promtool', ['check', 'config', path.join(HA_EXAMPLES, f)], { stdio: 'pipe' });
+    }
+    execFileSync('amtool', ['check-config', path.join(repoRoot(), 'examples', 'alertmanager.yml')], { stdio: 'pipe' });
+  });
+
+  test('the pair is really redundant: both Prometheus scrape both exporters, both Alertmanagers are one cluster', async () => {
+    for (const p of proms) {
+      const up = await p.vector(`up{job="${EXPORTER_JOB}"}`);
+      expect(up.map((s) => [s.metric.instance, s.value[1]]).sort()).toEqual(exporters.map((e) => [e.instance, '1']).sort());
+    }
+    for (const a of ams) expect((await a.clusterStatus()).peers.map((x) => x.address).sort()).toEqual(ams.map((x) => x.clusterAddress).sort());
+  });
+
+  it('incident 1a (app idle at zero, deregistered) pages exactly once, without replica or instance labels', async () => {
+    const t0 = Date.now();
+    await ray.deploy({ applications: [buggyApp('ha-buggy')] });
+    await waitFor('ha-buggy registered', async () => (await registration(proms[0], 'ha-buggy')).includes('registered'), 300_000, 500);
+    await waitFor('ha-buggy deregistered at zero', async () => (await registration(proms[0], 'ha-buggy')).includes('missing_scaled_to_zero'), 300_000, 250);
+    // Both exporters saw it: two series before aggregation, which the rules must merge.
+    for (const p of proms) expect((await p.vector('hypha_serve_app_registration_state{app="ha-buggy",state="missing_scaled_to_zero"} == 1')).length).toBe(2);
+    const page = await firstPage(NOTIFY, t0, { app: 'ha-buggy' }, 300_000);
+    const fault = (await missingSince(proms[1], 'ha-buggy')) ?? t0;
+    recordTime('HA pair: incident 1a', NOTIFY, page.receivedAt - fault);
+    log(`incident 1a paged ${((page.receivedAt - fault) / 1000).toFixed(1)} s after the deregistration`);
+    // Every path carried it: both Prometheus fire it, both Alertmanagers hold it.
+    for (const p of proms) expect((await p.alerts()).filter((a) => a.state === 'firing' && a.labels.alertname === NOTIFY && a.labels.app === 'ha-buggy')).toHaveLength(1);
+    for (const a of ams) expect((await a.alerts()).filter((x) => x.labels.alertname === NOTIFY && x.labels.app === 'ha-buggy')).toHaveLength(1);
+    await sleep(DUPLICATE_WINDOW_MS);
+    const pages = firing(NOTIFY, t0, { app: 'ha-buggy' });
+    expect(pages).toHaveLength(1);
+    const alert = pages[0].alerts.filter((a) => a.labels.app === 'ha-buggy');
+    expect(alert).toHaveLength(1);
+    expect(alert[0].labels).toMatchObject({ ray_cluster: 'ha', app: 'ha-buggy', severity: 'critical' });
+    expect(alert[0].labels.replica).toBeUndefined();
+    expect(alert[0].labels.instance).toBeUndefined();
+    expect(alert[0].annotations.cause).toBe('missing_scaled_to_zero');
+    expect(pages[0].path).toBe('/pager');
+
+    // Resolution is one notification too.
+    const t1 = Date.now();
+    await ray.deleteAllApps();
+    await waitFor('ha-buggy resolved', async () => resolved(NOTIFY, t1, { app: 'ha-buggy' }).length > 0, 240_000, 500);
+    await sleep(DUPLICATE_WINDOW_MS);
+    expect(resolved(NOTIFY, t1, { app: 'ha-buggy' })).toHaveLength(1);
+    expect(firing(NOTIFY, t1, { app: 'ha-buggy' })).toHaveLength(0);
+  });
+
+  it('incident 2 (artifact manager re-registered under a new client id) pages exactly once', async () => {
+    for (const p of proms) {
+      await waitFor('artifact manager watched by both exporters', async () => (await p.vector('hypha_serve_service_providers{service="public/artifact-manager"} == 1')).length === 2, 120_000, 500);
+    }
+    const t0 = Date.now();
+    await hypha.restart({ serverId: undefined });
+    const page = await firstPage(STALE, t0, { service: 'public/artifact-manager', holder: 'exporter' }, 240_000);
+    recordTime('HA pair: incident 2', STALE, page.receivedAt - t0);
+    log(`incident 2 paged ${((page.receivedAt - t0) / 1000).toFixed(1)} s after the Hypha restart`);
+    for (const p of proms) expect((await p.vector('hypha_serve_service_cached_stale{service="public/artifact-manager",holder="exporter"} == 1')).length).toBe(2);
+    await sleep(DUPLICATE_WINDOW_MS);
+    const pages = firing(STALE, t0, { service: 'public/artifact-manager' });
+    expect(pages).toHaveLength(1);
+    expect(pages[0].alerts.filter((a) => a.labels.alertname === STALE)).toHaveLength(1);
+    expect(pages[0].alerts[0].labels.replica).toBeUndefined();
+    expect(pages[0].alerts[0].labels.instance).toBeUndefined();
+    // A short Hypha restart is no outage page.
+    expect(firing('HyphaServeSourceDown', t0)).toHaveLength(0);
+  });
+
+  it('one Prometheus, one Alertmanager and one exporter killed mid-incident: the page still arrives once; exporter down pages for that instance only', async () => {
+    const t0 = Date.now();
+    await ray.deploy({ applications: [buggyApp('ha-buggy-2')] });
+    await waitFor('ha-buggy-2 registered', async () => (await registration(proms[1], 'ha-buggy-2')).includes('registered'), 300_000, 500);
+    await waitFor('ha-buggy-2 deregistered at zero', async () => (await registration(proms[1], 'ha-buggy-2')).includes('missing_scaled_to_zero'), 300_000, 250);
+    const fault = Date.now();
+    // The incident is pending (for: 30 s): crash one of each, the Alertmanager that would notify first.
+    const deadAm = await firstNotifier(ams);
+    const liveAm = ams.find((a) => a !== deadAm) as AlertmanagerPeer;
+    const [deadProm, liveProm] = [proms[0], proms[1]];
+    const [deadExp, liveExp] = [exporters[0], exporters[1]];
+    expect(firing(NOTIFY, t0, { app: 'ha-buggy-2' })).toHaveLength(0);
+    await Promise.all([deadAm.kill(), deadProm.kill(), deadExp.kill()]);
+    log(`killed ${deadAm.host} (first notifier), ${deadProm.url}, exporter ${deadExp.instance}`);
+    const page = await firstPage(NOTIFY, t0, { app: 'ha-buggy-2' }, 300_000);
+    const since = (await missingSince(liveProm, 'ha-buggy-2')) ?? fault;
+    recordTime('HA pair: incident 1a after failover', NOTIFY, page.receivedAt - since);
+    log(`incident 1a with one of each killed paged ${((page.receivedAt - since) / 1000).toFixed(1)} s after the deregistration (${((page.receivedAt - fault) / 1000).toFixed(1)} s after the kill)`);
+    expect(page.alerts.find((a) => a.labels.app === 'ha-buggy-2')?.annotations.cause).toBe('missing_scaled_to_zero');
+
+    // The exporter that died pages as itself; the live one does not.
+    const down = await firstPage('HyphaServeExporterDown', fault, { instance: deadExp.instance }, 180_000);
+    recordTime('HA pair: one exporter replica killed', 'HyphaServeExporterDown', down.receivedAt - fault);
+    await sleep(DUPLICATE_WINDOW_MS);
+    expect(firing(NOTIFY, t0, { app: 'ha-buggy-2' })).toHaveLength(1);
+    expect(firing('HyphaServeExporterDown', fault, { instance: deadExp.instance })).toHaveLength(1);
+    expect(firing('HyphaServeExporterDown', fault, { instance: liveExp.instance })).toHaveLength(0);
+    const downAlert = down.alerts.find((a) => a.labels.alertname === 'HyphaServeExporterDown');
+    expect(downAlert?.labels).toMatchObject({ job: EXPORTER_JOB, instance: deadExp.instance });
+    expect(downAlert?.labels.replica).toBeUndefined();
+    // The surviving Alertmanager knew from the gossiped notification log that incident 2 was sent
+    // already: no repeat of it after the failover.
+    expect(firing(STALE, fault)).toHaveLength(0);
+    expect((await liveAm.alerts()).some((a) => a.labels.alertname === STALE)).toBe(true);
+    expect((await liveProm.alerts()).some((a) => a.state === 'firing' && a.labels.alertname === STALE)).toBe(true);
+  });
+});
