@@ -7,6 +7,9 @@ export interface Flags {
   listenAddress: string;
   webConfigFile?: string;
   logLevel: LogLevel;
+  /** --metric-allowlist / --metric-denylist: anchored regexes on metric family names. */
+  metricAllowlist?: RegExp[];
+  metricDenylist?: RegExp[];
   help: boolean;
   version: boolean;
 }
@@ -25,6 +28,8 @@ export const FLAG_SPECS: FlagSpec[] = [
   { name: 'web.listen-address', help: 'Address to listen on for /metrics and the status page ([host]:port).', default: DEFAULT_LISTEN_ADDRESS },
   { name: 'web.config.file', help: 'Path to a web configuration file (exporter-toolkit format) enabling TLS and/or basic authentication.' },
   { name: 'log.level', help: `Only log messages with the given severity or above: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
+  { name: 'metric-allowlist', help: 'Comma-separated regexes (anchored) of metric family names to expose; all others are dropped.' },
+  { name: 'metric-denylist', help: 'Comma-separated regexes (anchored) of metric family names to drop; wins over the allowlist.' },
   { name: 'help', help: 'Show this help and exit.', boolean: true },
   { name: 'version', help: 'Show the version and exit.', boolean: true },
 ];
@@ -73,9 +78,23 @@ export function parseFlags(argv: readonly string[]): Flags {
     listenAddress,
     webConfigFile: values.get('web.config.file'),
     logLevel: logLevel as LogLevel,
+    metricAllowlist: familyPatterns('metric-allowlist', values.get('metric-allowlist')),
+    metricDenylist: familyPatterns('metric-denylist', values.get('metric-denylist')),
     help: bools.has('help'),
     version: bools.has('version'),
   };
+}
+
+/** "a,b.*" → [/^(?:a)$/, /^(?:b.*)$/], as kube-state-metrics reads its metric lists. */
+export function familyPatterns(flag: string, value: string | undefined): RegExp[] | undefined {
+  if (value === undefined) return undefined;
+  return value.split(',').map((p) => p.trim()).filter((p) => p !== '').map((p) => {
+    try {
+      return new RegExp(`^(?:${p})$`);
+    } catch (e) {
+      throw new FlagError(`--${flag}: "${p}" is not a valid regular expression (${(e as Error).message})`);
+    }
+  });
 }
 
 /** "[host]:port" → host (undefined = all interfaces) and port. */

@@ -43,6 +43,8 @@ export interface FamilyDef<S extends Scope = Scope> {
   help: string;
   labels: readonly string[];
   stability: Stability;
+  /** Operator-facing meaning for the docs tables (markdown); `help` when absent. */
+  doc?: string;
   group: Group;
   scope: S;
   sample: (x: ScopeArgs[S], emit: Emit) => void;
@@ -84,67 +86,67 @@ export const FAMILIES: readonly AnyFamily[] = [
   // ------------------------------------------------------------ the exporter itself
   fam({
     name: 'hypha_serve_exporter_build_info', type: 'gauge', help: 'Build of the exporter; always 1.', labels: ['version', 'revision', 'nodejs'],
-    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => emit([VERSION, REVISION, process.version], 1),
+    stability: 'stable', doc: "always 1", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([VERSION, REVISION, process.version], 1),
   }),
   fam({
     name: 'hypha_serve_exporter_config_last_reload_successful', type: 'gauge', help: '1 when the last configuration (re)load succeeded.', labels: [],
-    stability: 'stable', group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadOk === true ? 1 : 0),
+    stability: 'stable', doc: "1 if the last (re)load succeeded", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadOk === true ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_exporter_config_last_reload_success_timestamp_seconds', type: 'gauge', help: 'When the configuration was last loaded successfully (Unix seconds).', labels: [],
-    stability: 'stable', group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadSuccessSeconds ?? 0),
+    stability: 'stable', doc: "time of the last successful load", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadSuccessSeconds ?? 0),
   }),
   // The process's own footprint, in the exporter's namespace (prom-client's default set fails promtool's lint).
   fam({
     name: 'hypha_serve_exporter_start_time_seconds', type: 'gauge', help: 'When the exporter process started (Unix seconds).', labels: [],
-    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], startSeconds),
+    stability: 'stable', doc: "process start time", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], startSeconds),
   }),
   fam({
     name: 'hypha_serve_exporter_resident_memory_bytes', type: 'gauge', help: 'Resident memory of the exporter process.', labels: [],
-    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage.rss()),
+    stability: 'stable', doc: "resident memory of the exporter", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage.rss()),
   }),
   fam({
     name: 'hypha_serve_exporter_heap_used_bytes', type: 'gauge', help: 'V8 heap in use by the exporter process.', labels: [],
-    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage().heapUsed),
+    stability: 'stable', doc: "V8 heap in use", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage().heapUsed),
   }),
   fam({
     name: 'hypha_serve_exporter_cpu_seconds_total', type: 'counter', help: 'CPU time (user + system) used by the exporter process.', labels: [],
-    stability: 'stable', group: 'exporter', scope: 'process', sample: (_x, emit) => {
+    stability: 'stable', doc: "CPU time used by the exporter", group: 'exporter', scope: 'process', sample: (_x, emit) => {
       const cpu = process.cpuUsage();
       emit([], (cpu.user + cpu.system) / 1e6);
     },
   }),
   fam({
     name: 'hypha_serve_source_up', type: 'gauge', help: '1 when the last sample of the upstream succeeded.', labels: SRC,
-    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => emit([h.source, h.target], h.up ? 1 : 0),
+    stability: 'stable', doc: "1 if the last sample of the upstream succeeded: `source=\"ray\"` (`target` = Ray cluster), `\"hypha\"` (registry connection, `target` = Hypha server name), `\"hypha_service\"` (a watched service's connection, `target` = service id)", group: 'exporter', scope: 'source', sample: ({ h }, emit) => emit([h.source, h.target], h.up ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_source_last_success_timestamp_seconds', type: 'gauge', help: 'When the upstream was last sampled successfully (Unix seconds).', labels: SRC,
-    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    stability: 'stable', doc: "time of the last successful sample", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
       if (h.lastSuccessSeconds !== undefined) emit([h.source, h.target], h.lastSuccessSeconds);
     },
   }),
   fam({
     name: 'hypha_serve_source_sample_age_seconds', type: 'gauge', help: 'Age of the data served for the upstream: now minus the last successful sample.', labels: SRC,
-    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h, now }, emit) => {
+    stability: 'stable', doc: "now − last successful sample", group: 'exporter', scope: 'source', sample: ({ h, now }, emit) => {
       if (h.lastSuccessSeconds !== undefined) emit([h.source, h.target], Math.max(0, now - h.lastSuccessSeconds));
     },
   }),
   fam({
     name: 'hypha_serve_source_sample_duration_seconds', type: 'gauge', help: 'Duration of the last sample attempt of the upstream.', labels: SRC,
-    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    stability: 'stable', doc: "duration of the last sample attempt", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
       if (h.lastDurationSeconds !== undefined) emit([h.source, h.target], h.lastDurationSeconds);
     },
   }),
   fam({
     name: 'hypha_serve_source_interval_seconds', type: 'gauge', help: 'Configured sampling interval of the upstream; a sample age far past it while source_up stays 1 is a stuck sampler.', labels: SRC,
-    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    stability: 'stable', doc: "configured sampling interval (a sample age far past it while `source_up` stays 1 is a stuck sampler)", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
       if (h.intervalSeconds !== undefined) emit([h.source, h.target], h.intervalSeconds);
     },
   }),
   fam({
     name: 'hypha_serve_source_errors_total', type: 'counter', help: 'Failed samples of the upstream by reason.', labels: [...SRC, 'reason'],
-    stability: 'stable', group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    stability: 'stable', doc: "failed samples by reason: timeout, connect, http_status, too_large, bad_json, schema, auth, rpc, other (`schema` also counts answers with skipped malformed entries)", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
       for (const reason of SAMPLE_ERROR_REASONS) emit([h.source, h.target, reason], h.errors[reason]);
     },
   }),
@@ -153,140 +155,140 @@ export const FAMILIES: readonly AnyFamily[] = [
   // `ray_cluster`, not `cluster`: multi-cluster Prometheus setups use `cluster` as an external label.
   fam({
     name: 'hypha_serve_app_status', type: 'gauge', help: 'Ray Serve application status (state set: 1 for the current status).', labels: [...APP, 'status'],
-    stability: 'stable', group: 'ray', scope: 'app', sample: (x, emit) => stateSet(emit, [x.cluster, x.app.name], APP_STATUSES, x.app.status),
+    stability: 'stable', doc: "state set over NOT_STARTED, DEPLOYING, DEPLOY_FAILED, RUNNING, UNHEALTHY, DELETING", group: 'ray', scope: 'app', sample: (x, emit) => stateSet(emit, [x.cluster, x.app.name], APP_STATUSES, x.app.status),
   }),
   fam({
     name: 'hypha_serve_app_info', type: 'gauge', help: 'Ray Serve application facts; always 1.', labels: [...APP, 'route_prefix', 'source'],
-    stability: 'stable', group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name, x.app.routePrefix ?? '', x.app.source ?? ''], 1),
+    stability: 'stable', doc: "always 1", group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name, x.app.routePrefix ?? '', x.app.source ?? ''], 1),
   }),
   fam({
     name: 'hypha_serve_app_deployed_timestamp_seconds', type: 'gauge', help: 'When the application was last deployed (Unix seconds).', labels: APP,
-    stability: 'stable', group: 'ray', scope: 'app', sample: (x, emit) => {
+    stability: 'stable', doc: "last deployment time", group: 'ray', scope: 'app', sample: (x, emit) => {
       if (x.app.lastDeployedSeconds !== undefined) emit([x.cluster, x.app.name], x.app.lastDeployedSeconds);
     },
   }),
   fam({
     name: 'hypha_serve_app_message_present', type: 'gauge', help: '1 when Ray Serve reports a non-empty status message for the application.', labels: APP,
-    stability: 'stable', group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name], x.app.messagePresent ? 1 : 0),
+    stability: 'stable', doc: "1 if Ray reports a status message (the text is on the status page, not in a label)", group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name], x.app.messagePresent ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_deployment_status', type: 'gauge', help: 'Ray Serve deployment status (state set).', labels: [...DEP, 'status'],
-    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => stateSet(emit, depLabels(x), DEPLOYMENT_STATUSES, x.d.status),
+    stability: 'stable', doc: "state set over UPDATING, HEALTHY, UNHEALTHY, DEPLOY_FAILED, UPSCALING, DOWNSCALING", group: 'ray', scope: 'deployment', sample: (x, emit) => stateSet(emit, depLabels(x), DEPLOYMENT_STATUSES, x.d.status),
   }),
   fam({
     name: 'hypha_serve_deployment_replicas', type: 'gauge', help: 'Replicas of the deployment per replica state (explicit zeros).', labels: [...DEP, 'state'],
-    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => {
+    stability: 'stable', doc: "replicas per state STARTING, UPDATING, RECOVERING, RUNNING, STOPPING, PENDING_MIGRATION (explicit zeros)", group: 'ray', scope: 'deployment', sample: (x, emit) => {
       const l = depLabels(x);
       for (const [state, n] of Object.entries(x.d.replicas)) emit([...l, state], n);
     },
   }),
   fam({
     name: 'hypha_serve_deployment_target_replicas', type: 'gauge', help: 'Replica count Ray Serve is currently targeting.', labels: DEP,
-    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => {
+    stability: 'stable', doc: "replica count Serve targets now", group: 'ray', scope: 'deployment', sample: (x, emit) => {
       if (x.d.targetReplicas !== undefined) emit(depLabels(x), x.d.targetReplicas);
     },
   }),
   fam({
     name: 'hypha_serve_deployment_min_replicas', type: 'gauge', help: 'Lower replica bound (autoscaling min_replicas, or the fixed num_replicas).', labels: DEP,
-    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => {
+    stability: 'stable', doc: "autoscaling `min_replicas`, or fixed `num_replicas`", group: 'ray', scope: 'deployment', sample: (x, emit) => {
       if (x.d.minReplicas !== undefined) emit(depLabels(x), x.d.minReplicas);
     },
   }),
   fam({
     name: 'hypha_serve_deployment_max_replicas', type: 'gauge', help: 'Upper replica bound (autoscaling max_replicas, or the fixed num_replicas).', labels: DEP,
-    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => {
+    stability: 'stable', doc: "autoscaling `max_replicas`, or fixed `num_replicas`", group: 'ray', scope: 'deployment', sample: (x, emit) => {
       if (x.d.maxReplicas !== undefined) emit(depLabels(x), x.d.maxReplicas);
     },
   }),
   fam({
     name: 'hypha_serve_deployment_scaled_to_zero', type: 'gauge',
     help: '1 when the deployment is idle at zero by design (autoscaling allows 0, target 0, no RUNNING replica, serviceable status).', labels: DEP,
-    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.scaledToZero ? 1 : 0),
+    stability: 'stable', doc: "1 when idle at zero by design: autoscaling allows 0, target 0, no RUNNING replica, status HEALTHY/UPSCALING/DOWNSCALING (as opposed to crashed)", group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.scaledToZero ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_deployment_autoscaling', type: 'gauge', help: '1 when the deployment has an autoscaling config.', labels: DEP,
-    stability: 'stable', group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.autoscaling ? 1 : 0),
+    stability: 'stable', doc: "1 if the deployment autoscales", group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.autoscaling ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_proxy_ready', type: 'gauge', help: '1 when the Serve HTTP proxy answers 200 on /-/healthz.', labels: PROXY,
-    stability: 'stable', group: 'ray', scope: 'proxy', sample: (x, emit) => {
+    stability: 'stable', doc: "1 if the Serve HTTP proxy answers 200 on `/-/healthz`", group: 'ray', scope: 'proxy', sample: (x, emit) => {
       if (x.p.ready !== undefined) emit(proxyLabels(x), x.p.ready ? 1 : 0);
     },
   }),
   fam({
     name: 'hypha_serve_proxy_head', type: 'gauge', help: '1 for the proxy on the controller (head) node, the one that can wake scaled-to-zero apps.', labels: PROXY,
-    stability: 'stable', group: 'ray', scope: 'proxy', sample: (x, emit) => emit(proxyLabels(x), x.p.head ? 1 : 0),
+    stability: 'stable', doc: "1 for the proxy on the controller's (head) node: the only one that stays ready at zero replicas and can wake a scaled-to-zero app (Ray PR #47002)", group: 'ray', scope: 'proxy', sample: (x, emit) => emit(proxyLabels(x), x.p.head ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_proxy_status', type: 'gauge', help: 'Controller view of the Serve proxy actor (state set).', labels: [...PROXY, 'status'],
-    stability: 'stable', group: 'ray', scope: 'proxy', sample: (x, emit) => stateSet(emit, proxyLabels(x), PROXY_STATUSES, x.p.status),
+    stability: 'stable', doc: "controller's view of the proxy actor: STARTING, HEALTHY, UNHEALTHY, DRAINING, DRAINED", group: 'ray', scope: 'proxy', sample: (x, emit) => stateSet(emit, proxyLabels(x), PROXY_STATUSES, x.p.status),
   }),
   fam({
     name: 'hypha_serve_cluster_apps_dropped_total', type: 'counter', help: 'Applications left out by the per-cluster max_apps cap, summed over samples.', labels: ['ray_cluster'],
-    stability: 'stable', group: 'ray', scope: 'cluster', sample: (x, emit) => emit([x.cluster], x.appsDroppedTotal),
+    stability: 'experimental', doc: "apps left out by `max_apps`, summed over samples", group: 'ray', scope: 'cluster', sample: (x, emit) => emit([x.cluster], x.appsDroppedTotal),
   }),
   fam({
     name: 'hypha_serve_cluster_malformed_entries_total', type: 'counter', help: 'Malformed apps, deployments or proxies skipped in Serve API answers.', labels: ['ray_cluster'],
-    stability: 'stable', group: 'ray', scope: 'cluster', sample: (x, emit) => emit([x.cluster], x.malformedTotal),
+    stability: 'experimental', doc: "malformed apps/deployments/proxies skipped in Serve API answers", group: 'ray', scope: 'cluster', sample: (x, emit) => emit([x.cluster], x.malformedTotal),
   }),
 
   // ------------------------------------------------------------ Hypha registration and BioEngine workers
   fam({
     name: 'hypha_serve_hypha_reconnects_total', type: 'counter', help: 'Connections to the Hypha server rebuilt after the first one.', labels: ['target'],
-    stability: 'stable', group: 'hypha', scope: 'hypha', sample: (h, emit) => emit([h.target], h.reconnectsTotal),
+    stability: 'stable', doc: "Hypha connections rebuilt after the first", group: 'hypha', scope: 'hypha', sample: (h, emit) => emit([h.target], h.reconnectsTotal),
   }),
   fam({
     name: 'hypha_serve_hypha_connection_generation', type: 'gauge', help: 'Number of the current Hypha connection (1 = the first); moves on every rebuild.', labels: ['target'],
-    stability: 'stable', group: 'hypha', scope: 'hypha', sample: (h, emit) => {
+    stability: 'stable', doc: "number of the current Hypha connection", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
       if (h.generation > 0) emit([h.target], h.generation);
     },
   }),
   fam({
     name: 'hypha_serve_app_registered', type: 'gauge',
     help: '1 when the Serve app\'s expected Hypha service is registered (also under another client id), 0 when not. Present only while the Ray and Hypha sources are up.',
-    labels: REG, stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    labels: REG, stability: 'stable', doc: "1 if the app's expected Hypha service is registered, 0 if not; only while both the Ray and the Hypha source are up (absent otherwise)", group: 'hypha', scope: 'registration', sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.registered ? 1 : 0);
     },
   }),
   fam({
     name: 'hypha_serve_app_expected_service_info', type: 'gauge',
     help: 'The Hypha service the Serve app is expected to register ("ws/client:svc", client "*" while never known); always 1.',
-    labels: [...REG, 'workspace', 'service'], stability: 'stable', group: 'hypha', scope: 'registration',
+    labels: [...REG, 'workspace', 'service'], stability: 'stable', doc: "1; the service (`ws/client:svc`) the app is expected to register; keeps the last known client id through a worker restart", group: 'hypha', scope: 'registration',
     sample: (x, emit) => emit([...regLabels(x), x.a.workspace, x.a.service], 1),
   }),
   fam({
     name: 'hypha_serve_app_registration_state', type: 'gauge', help: 'Registration of the Serve app in Hypha, and why it is missing (state set).', labels: [...REG, 'state'],
-    stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    stability: 'stable', doc: "state set: registered, not_running, missing_scaled_to_zero, missing_never_registered, missing_crashed, missing_after_reconnect, missing_history_unknown, missing_other", group: 'hypha', scope: 'registration', sample: (x, emit) => {
       if (x.known) stateSet(emit, regLabels(x), REGISTRATION_STATES, x.a.state);
     },
   }),
   fam({
     name: 'hypha_serve_app_unregistered_since_timestamp_seconds', type: 'gauge',
     help: 'Start of the current spell in which the running app has no Hypha registration (Unix seconds); present only while missing.', labels: REG,
-    stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    stability: 'stable', doc: "start of the current missing spell (only in a `missing_*` state)", group: 'hypha', scope: 'registration', sample: (x, emit) => {
       if (x.known && isMissing(x.a.state) && x.a.unregisteredSinceSeconds !== undefined) emit(regLabels(x), x.a.unregisteredSinceSeconds);
     },
   }),
   fam({
     name: 'hypha_serve_app_registration_client_id_mismatch', type: 'gauge',
     help: '1 when the app\'s service is registered only under a client id other than the expected one.', labels: REG,
-    stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    stability: 'stable', doc: "1 if registered only under another client id", group: 'hypha', scope: 'registration', sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.clientIdMismatch ? 1 : 0);
     },
   }),
   fam({
     name: 'hypha_serve_app_registration_client_id_changes_total', type: 'counter',
     help: 'Times the client id registering the app\'s service changed (e.g. proxy replicas re-registering).', labels: REG,
-    stability: 'stable', group: 'hypha', scope: 'registration', sample: (x, emit) => emit(regLabels(x), x.a.clientIdChangesTotal),
+    stability: 'stable', doc: "the registering client id changed (a proxy replica re-registered)", group: 'hypha', scope: 'registration', sample: (x, emit) => emit(regLabels(x), x.a.clientIdChangesTotal),
   }),
   fam({
     name: 'hypha_serve_worker_up', type: 'gauge', help: '1 when the BioEngine worker answered get_status in its last cross-check.', labels: ['hypha', 'worker'],
-    stability: 'stable', group: 'hypha', scope: 'worker', sample: (x, emit) => emit([x.hypha, x.w.worker], x.w.up ? 1 : 0),
+    stability: 'experimental', doc: "1 if the BioEngine worker answered `get_status`", group: 'hypha', scope: 'worker', sample: (x, emit) => emit([x.hypha, x.w.worker], x.w.up ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_worker_app_status', type: 'gauge',
     help: 'App status as the BioEngine worker reports it (state set); ray_cluster is empty when the config does not tie the worker to one cluster.',
-    labels: [...WORKER_APP, 'status'], stability: 'stable', group: 'hypha', scope: 'worker', sample: (x, emit) => {
+    labels: [...WORKER_APP, 'status'], stability: 'experimental', doc: "app status as the worker reports it (state set); `ray_cluster` empty unless the config ties the worker to one cluster", group: 'hypha', scope: 'worker', sample: (x, emit) => {
       if (!x.w.up) return;
       for (const app of x.w.apps) stateSet(emit, [x.hypha, x.w.worker, x.w.rayCluster ?? '', app.app], APP_STATUSES, app.status);
     },
@@ -294,7 +296,7 @@ export const FAMILIES: readonly AnyFamily[] = [
   fam({
     name: 'hypha_serve_worker_app_service_registered', type: 'gauge',
     help: 'The BioEngine worker\'s own belief whether the app\'s service is registered; absent when the worker does not say (no released BioEngine does).',
-    labels: WORKER_APP, stability: 'stable', group: 'hypha', scope: 'worker', sample: (x, emit) => {
+    labels: WORKER_APP, stability: 'experimental', doc: "the worker's own belief (absent when it does not say: no released BioEngine reports it)", group: 'hypha', scope: 'worker', sample: (x, emit) => {
       if (!x.w.up) return;
       for (const app of x.w.apps) if (app.serviceRegistered !== undefined) emit([x.hypha, x.w.worker, x.w.rayCluster ?? '', app.app], app.serviceRegistered ? 1 : 0);
     },

@@ -90,6 +90,8 @@ export class MetricsRenderer {
   #legacyFamilies: LegacyFamily[] = [];
   #bodies = new Map<ExpositionFormat, Cached>();
   #updating: Promise<void> | undefined;
+  /** Work counters (tests, benchmark): units rendered, snapshot versions applied, cached bodies built and compressed. */
+  readonly stats = { unitsRendered: 0, updates: 0, bodiesAssembled: 0, bodiesCompressed: 0 };
 
   constructor(private readonly store: SnapshotStore, extra: ((r: Registry) => MetricsSection)[] = [], filter: FamilyFilter = {}) {
     this.exporter = new ExporterMetrics();
@@ -153,6 +155,7 @@ export class MetricsRenderer {
           continue;
         }
         const frags = renderUnit(cache.families, u.arg);
+        this.stats.unitsRendered++;
         if (e) {
           e.data = u.data;
           e.frags = frags;
@@ -174,6 +177,7 @@ export class MetricsRenderer {
     this.#legacyFamilies = legacy;
     this.#bodies.clear();
     this.#version = s.version;
+    this.stats.updates++;
   }
 
   #cached(format: ExpositionFormat): Cached {
@@ -196,6 +200,7 @@ export class MetricsRenderer {
     }
     if (format === 'openmetrics') parts.push('# EOF\n');
     c = { plain: Buffer.from(parts.join(''), 'utf8') };
+    this.stats.bodiesAssembled++;
     this.#bodies.set(format, c);
     return c;
   }
@@ -225,7 +230,10 @@ export class MetricsRenderer {
     const head = Buffer.from(this.#head(this.store.get(), format), 'utf8');
     const contentType = format === 'openmetrics' ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE;
     if (encoding === 'identity') return { contentType, encoding, chunks: [head, cached.plain] };
-    cached.gzip ??= gzip(cached.plain);
+    if (!cached.gzip) {
+      cached.gzip = gzip(cached.plain);
+      this.stats.bodiesCompressed++;
+    }
     const [tail, headGz] = await Promise.all([cached.gzip, gzip(head, { level: 1 })]);
     return { contentType, encoding, chunks: [headGz, tail] };
   }

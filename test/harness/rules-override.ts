@@ -1,14 +1,15 @@
 /**
- * The documented test override of the shipped rules: every alert's `for:` is
- * divided by a factor (and floored at a minimum), everything else is kept as
+ * The documented test override of the shipped rules: every duration of the pack
+ * is divided by a factor (and floored at a minimum), the logic is kept as
  * shipped, so the e2e replays page in seconds instead of minutes. The shipped
  * defaults are what docs/alerts.md and the time-to-page report compute with.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parse, stringify } from 'yaml';
-import { parseDuration, formatDuration } from '../../src/util/duration';
+import { parse } from 'yaml';
+import { loadMixinConfig, renderPack, scaleDurations } from '../../scripts/gen-rules';
+import { parseDuration } from '../../src/util/duration';
 import { repoRoot } from './proc';
 
 interface Rule { alert?: string; record?: string; expr: string; for?: string; [k: string]: unknown }
@@ -31,24 +32,16 @@ export function shippedForDurations(): Map<string, number> {
   return out;
 }
 
-/** Writes overridden copies of rules/*.yml to a temp dir and returns their paths. */
+/**
+ * Renders the rules pack from the shipped mixin config with every duration scaled (each alert's `for:`
+ * and `keep_firing_for:`, the gap bridge and the probe window), so a test pages and resolves in
+ * seconds with the same rule logic; writes them to a temp dir and returns their paths.
+ */
 export function overriddenRuleFiles(o: RulesOverride): { files: string[]; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rules-'));
-  const min = parseDuration(o.minFor ?? '5s') ?? 5000;
-  const files: string[] = [];
-  for (const f of fs.readdirSync(path.join(repoRoot(), 'rules')).filter((x) => x.endsWith('.yml'))) {
-    const doc = parse(fs.readFileSync(path.join(repoRoot(), 'rules', f), 'utf8')) as RuleFile;
-    for (const g of doc.groups) {
-      for (const r of g.rules) {
-        if (r.alert && r.for) {
-          const ms = parseDuration(r.for) ?? 0;
-          r.for = formatDuration(Math.max(min, Math.round(ms / o.forDivisor / 1000) * 1000));
-        }
-      }
-    }
-    const out = path.join(dir, f);
-    fs.writeFileSync(out, stringify(doc, { lineWidth: 0 }));
-    files.push(out);
-  }
+  const pack = renderPack(scaleDurations(loadMixinConfig(repoRoot()), o.forDivisor, o.minFor ?? '5s'));
+  const files = [path.join(dir, 'recording.yml'), path.join(dir, 'alerts.yml')];
+  fs.writeFileSync(files[0], pack.recording);
+  fs.writeFileSync(files[1], pack.alerts);
   return { files, dir };
 }

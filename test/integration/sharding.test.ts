@@ -15,6 +15,7 @@ import { overriddenRuleFiles } from '../harness/rules-override';
 import { startWebhookReceiver } from '../harness/webhook-receiver';
 import { artifactsDir, repoRoot, waitFor } from '../harness/proc';
 import { PrometheusServer } from '../harness/prometheus';
+import { freePort } from '../harness/ports';
 import { ExporterProc, HA_EXAMPLES, startExporter, startPrometheusFromExample } from '../harness/ha-stack';
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { sleep } from '../helpers/e2e';
@@ -30,14 +31,14 @@ const DUPLICATE_WINDOW_MS = 20_000;
 type Receiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
 
 /** A shard's exporter config: its own clusters, the shared Hypha registry, no watched services. */
-function shardConfig(clusters: Array<{ name: string; ray: RayCluster }>, hypha: HyphaHandle): string {
+function shardConfig(clusters: Array<{ name: string; ray: RayCluster }>, hyphaUrl: string): string {
   return [
     'global: {interval: 1s, timeout: 3s}',
     'ray_clusters:',
     ...clusters.map((c) => `  - {name: ${c.name}, dashboard_url: "${c.ray.dashboardUrl}"}`),
     'hypha:',
     '  name: main',
-    `  server_url: ${hypha.url}`,
+    `  server_url: ${hyphaUrl}`,
     '  bearer_token_env: HYPHA_TOKEN',
     'hypha_registration:',
     '  reconnect_settle: 5s',
@@ -67,8 +68,9 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
     am = await startAlertmanager({ webhookBase: receiver.url, groupWait: '1s', groupInterval: '2s', repeatInterval: '1h' });
     const env = { HYPHA_TOKEN: hypha.rootToken };
     [exp.east, exp.west] = await Promise.all([
-      startExporter('shard-east', shardConfig([{ name: 'east', ray: rayEast }], hypha), env),
-      startExporter('shard-west', shardConfig([{ name: 'west', ray: rayWest }], hypha), env),
+      startExporter('shard-east', shardConfig([{ name: 'east', ray: rayEast }], hypha.url), env),
+      // West cannot reach Hypha (a closed port: a network policy on its node, say) while east can.
+      startExporter('shard-west', shardConfig([{ name: 'west', ray: rayWest }], `http://127.0.0.1:${await freePort()}`), env),
     ]);
     const rules = overriddenRuleFiles({ forDivisor: 10, minFor: '5s' });
     rulesDir = rules.dir;
@@ -114,8 +116,8 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
     await waitFor('both shards sampled their clusters', async () => (await prom.vector('hypha_serve_source_up{source="ray"} == 1')).length === 2, 60_000, 500);
     const up = await prom.vector('hypha_serve_source_up{source="ray"}');
     expect(up.map((s) => [s.metric.job, s.metric.target]).sort()).toEqual([[EAST, 'east'], [WEST, 'west']]);
-    // The Hypha registry is sampled by both shards; each shard's view is its own job.
-    expect((await prom.vector('hypha_serve_source_up{source="hypha"} == 1')).map((s) => s.metric.job).sort()).toEqual([EAST, WEST]);
+    // Both shards sample the Hypha registry, each under its own job (west cannot reach it).
+    expect((await prom.vector('hypha_serve_source_up{source="hypha"}')).map((s) => [s.metric.job, s.value[1]]).sort()).toEqual([[EAST, '1'], [WEST, '0']]);
     // Dashboard template variables (label_values(expr, label)) with "All" selected (.+) upstream.
     const dash = JSON.parse(fs.readFileSync(path.join(repoRoot(), 'dashboards', 'json', 'serve-hypha-overview.json'), 'utf8')) as { templating: { list: Array<{ name: string; query?: unknown }> } };
     const values = async (name: string) => {
@@ -128,6 +130,16 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
     };
     expect(await values('job')).toEqual([EAST, WEST]);
     expect(await values('ray_cluster')).toEqual(['east', 'west']);
+  });
+
+  it('one shard losing Hypha is its own HyphaServeSourceDown (job per shard), once, and only for that shard', async () => {
+    // With both shards in one job, `max without (instance)` would take east's 1 and west's clusters
+    // would go unwatched for registration without a page.
+    const page = await waitFor('west Hypha source down page', async () => firing('HyphaServeSourceDown', 0, { source: 'hypha' })[0], 180_000, 250);
+    await sleep(DUPLICATE_WINDOW_MS);
+    const pages = firing('HyphaServeSourceDown', 0);
+    expect(pages).toHaveLength(1);
+    expect(page.alerts.filter((a) => a.labels.alertname === 'HyphaServeSourceDown').map((a) => [a.labels.job, a.labels.source, a.labels.hypha])).toEqual([[WEST, 'hypha', 'main']]);
   });
 
   it('west shard down: its exporter pages as itself, an incident on east still pages once with ray_cluster="east"', async () => {
@@ -146,7 +158,8 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
     const alert = pages[0].alerts.find((a) => a.labels.app === 'shard-buggy');
     expect(alert?.labels).toMatchObject({ ray_cluster: 'east', job: EAST, severity: 'critical' });
     expect(alert?.annotations.cause).toBe('missing_scaled_to_zero');
-    // The dead shard is one page naming its job and instance; nothing claims its cluster or Hypha is down.
+    // The dead shard is one page naming its job and instance. West's Hypha-down alert (job west) neither
+    // repeats nor mutes east's page (the inhibition is per job); nothing new claims a source down.
     expect(firing('HyphaServeExporterDown', t0)).toHaveLength(1);
     expect(down.alerts.filter((a) => a.labels.alertname === 'HyphaServeExporterDown').map((a) => [a.labels.job, a.labels.instance])).toEqual([[WEST, exp.west?.instance]]);
     expect(firing('HyphaServeSourceDown', t0)).toHaveLength(0);

@@ -197,10 +197,10 @@ watched_services:
     expect(await page.locator('#summary').innerText()).toMatch(/3 problems · 4 apps · sources 3 up, 0 down/);
 
     const sources = (await page.locator('#sources > .body > table tbody tr').allInnerTexts()).map((t) => t.replace(/\s+/g, ' '));
-    // Watched services report as source "hypha" with the service id as target.
+    // Watched services report as source "hypha_service" with the service id as target.
     expect(sources).toEqual([
-      expect.stringMatching(/^hypha public\/artifact-manager up (just now|\d+ s ago) \(\d\d:\d\d:\d\d UTC\)/),
       expect.stringMatching(/^hypha test-hypha up (just now|\d+ s ago) \(\d\d:\d\d:\d\d UTC\)/),
+      expect.stringMatching(/^hypha_service public\/artifact-manager up (just now|\d+ s ago) \(\d\d:\d\d:\d\d UTC\)/),
       expect.stringMatching(/^ray test up (just now|\d+ s ago) \(\d\d:\d\d:\d\d UTC\) \d+ ms none 0$/),
     ]);
 
