@@ -1,13 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import { Gauge, Counter, Registry } from 'prom-client';
 import pino from 'pino';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Exporter } from '../src/exporter';
 import { servePayload } from './serve-payload';
 import { timeIt } from './stats';
+import { floorRegistry } from './metrics-scale';
 
 export interface ServeScaleResult {
   apps: number;
@@ -20,22 +20,6 @@ export interface ServeScaleResult {
   series: number;
   rssMb: number;
   requestsPerCycle: number;
-}
-
-/** The same series in a bare prom-client registry: the floor our renderer is compared with. */
-async function floorRegistry(source: Registry): Promise<Registry> {
-  const r = new Registry();
-  for (const m of await source.getMetricsAsJSON()) {
-    const labelNames = [...new Set(m.values.flatMap((v) => Object.keys(v.labels)))];
-    if (String(m.type) === 'counter') {
-      const c = new Counter({ name: m.name, help: m.help, labelNames, registers: [r] });
-      for (const v of m.values) c.inc(v.labels as Record<string, string>, v.value);
-    } else {
-      const g = new Gauge({ name: m.name, help: m.help, labelNames, registers: [r] });
-      for (const v of m.values) g.set(v.labels as Record<string, string>, v.value);
-    }
-  }
-  return r;
 }
 
 export async function serveScale(apps: number, rounds = 20): Promise<ServeScaleResult> {
@@ -81,7 +65,7 @@ export async function serveScale(apps: number, rounds = 20): Promise<ServeScaleR
   void renderAfterSample;
   const renderSteady = await timeIt(rounds, () => exporter.metrics.render());
   const text = await exporter.metrics.render();
-  const floor = await floorRegistry(exporter.metrics.registry);
+  const floor = floorRegistry(text);
   const floorT = await timeIt(rounds, () => floor.metrics());
   const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
   const result: ServeScaleResult = {

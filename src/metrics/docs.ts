@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import type { HyphaSample } from '../registration/types';
 import { newSourceHealth, RayClusterSample, ServeDeployment, Snapshot } from '../snapshot/types';
-import { AnyFamily, collect, FAMILIES, Scope } from './families';
+import { AnyFamily, collect, FAMILIES, Scope, units } from './families';
 import { ServicesMetrics } from './services';
 
 // Generated metrics documentation (docs/metrics.md and the README table between markers),
@@ -55,21 +55,36 @@ export interface FamilyDoc {
   per: string;
 }
 
+// Operator-facing wording for the watched-services families until they join the table (their help otherwise).
+const SERVICES_DOC: Record<string, string> = {
+  hypha_serve_service_providers: "live providers of a watched service (e.g. `public/artifact-manager`)",
+  hypha_serve_service_provider_info: "1 per current provider; departed providers' series are removed",
+  hypha_serve_service_resolved_info: "1 for the client id a fresh `getService` resolved this cycle",
+  hypha_serve_service_cached_info: "1 for the client id a long-lived proxy addresses (`holder=\"exporter\"`: the exporter's canary; others: configured holders)",
+  hypha_serve_service_cached_stale: "1 when that cached id is not among the live providers (the incident-2 condition)",
+  hypha_serve_service_client_id_changes_total: "changes of the provider set",
+  hypha_serve_service_client_id_last_change_timestamp_seconds: "last provider-set change",
+  hypha_serve_service_canary_reresolves_total: "stale canary dropped and resolved anew (after `canary.reresolve_after`)",
+  hypha_serve_service_call_duration_seconds: "probe calls through the cached and a fresh proxy; outcome ok, timeout, not_found, never_sent, error",
+  hypha_serve_service_probe_success: "1 if the last probe through that path succeeded",
+};
+
 async function servicesFamilies(): Promise<FamilyDoc[]> {
   // Watched services are still prom-client instruments (src/metrics/services.ts): documented from their registry.
   const r = new Registry();
   new ServicesMetrics(r);
   return r.getMetricsAsArray().map((m) => {
     const x = m as unknown as { name: string; help: string; type: string; labelNames?: string[] };
-    return { name: x.name, type: String(x.type), labels: [...(x.labelNames ?? [])], meaning: x.help, stability: 'stable', per: 'watched service' };
+    return { name: x.name, type: String(x.type), labels: [...(x.labelNames ?? [])], meaning: SERVICES_DOC[x.name] ?? x.help, stability: 'stable', per: 'watched service' };
   });
 }
 
 export async function familyDocs(): Promise<FamilyDoc[]> {
   const ref = referenceSnapshot();
+  const proc = { reloadOk: true, reloadSuccessSeconds: 1 };
   const table = FAMILIES.map((f: AnyFamily): FamilyDoc => ({
     name: f.name, type: f.type, labels: [...f.labels], meaning: f.doc ?? f.help, stability: f.stability,
-    series: collect(f, ref, 2, { reloadOk: true, reloadSuccessSeconds: 1 }).length, per: PER[f.scope],
+    series: collect(f, ref, 2, proc).length / [...units(ref, f.scope, 2, proc)].length, per: PER[f.scope],
   }));
   return [...table, ...(await servicesFamilies())];
 }
@@ -81,15 +96,16 @@ export function seriesPerApp(docs: FamilyDoc[], deployments: number): { ray: num
 }
 
 export async function readmeTable(): Promise<string> {
-  const rows = (await familyDocs()).map((d) => `| \`${d.name}\` | ${d.type} | ${d.labels.join(', ')} | ${d.meaning} | ${d.stability} |`);
+  const rows = (await familyDocs()).map((d) => `| \`${d.name}\` | ${d.type} | ${d.labels.join(', ')} | ${d.meaning} | ${d.stability} |`.replace('|  |', '| |'));
   return ['| metric | type | labels | meaning | stability |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
 export async function metricsMarkdown(): Promise<string> {
   const docs = await familyDocs();
   const perApp = seriesPerApp(docs, 3);
+  const n = (name: string) => docs.find((d) => d.name === name)?.series ?? 0;
   const perDep = docs.filter((d) => d.per === 'deployment').reduce((n, d) => n + (d.series ?? 0), 0);
-  const rows = docs.map((d) => `| \`${d.name}\` | ${d.type} | ${d.labels.join(', ')} | ${d.series ?? '—'} per ${d.per} | ${d.stability} | ${d.meaning} |`);
+  const rows = docs.map((d) => `| \`${d.name}\` | ${d.type} | ${d.labels.join(', ')} | ${d.series ?? '—'} per ${d.per} | ${d.stability} | ${d.meaning} |`.replace('|  |', '| |'));
   return [
     '# Metrics',
     '',
@@ -105,15 +121,15 @@ export async function metricsMarkdown(): Promise<string> {
     `"Series" below counts the samples one unit yields in a typical state (state sets count every state). One Serve app with`,
     `three deployments adds **${perApp.ray}** Ray series (${perDep} per deployment) and, with Hypha registration configured,`,
     `**${perApp.registration}** registration series: ${perApp.ray + perApp.registration} in all, so 1,000 such apps are about ${((perApp.ray + perApp.registration) * 1000).toLocaleString('en-US')} series.`,
-    'The per-state families are the bulk: `hypha_serve_deployment_status` and `hypha_serve_deployment_replicas`',
-    '(6 each per deployment), `hypha_serve_app_status` (6) and `hypha_serve_app_registration_state` (8 per app).',
+    `The per-state families are the bulk: \`hypha_serve_deployment_status\` (${n('hypha_serve_deployment_status')} per deployment),`,
+    `\`hypha_serve_deployment_replicas\` (${n('hypha_serve_deployment_replicas')}), \`hypha_serve_app_status\` (${n('hypha_serve_app_status')} per app) and \`hypha_serve_app_registration_state\` (${n('hypha_serve_app_registration_state')}).`,
     '',
     '## Dropping families: `--metric-allowlist` / `--metric-denylist`',
     '',
     'As in kube-state-metrics: a comma-separated list of regular expressions, each matched against the whole family',
     'name (anchored). With an allowlist only matching families are served; a denylist drops matching families and wins',
     'over the allowlist. A lab with thousands of apps that alerts on `hypha_serve_deployment_replicas` but not on the',
-    'deployment state set can run `--metric-denylist=hypha_serve_deployment_status` (−6 series per deployment).',
+    `deployment state set can run \`--metric-denylist=hypha_serve_deployment_status\` (−${n('hypha_serve_deployment_status')} series per deployment).`,
     'Dropping a family the alert rules or dashboards use silences them: check `rules/` first.',
     '',
     '## Formats and compression',

@@ -201,13 +201,13 @@ export const FAMILIES: readonly AnyFamily[] = [
     },
   }),
   fam({
+    name: 'hypha_serve_deployment_autoscaling', type: 'gauge', help: '1 when the deployment has an autoscaling config.', labels: DEP,
+    stability: 'stable', doc: "1 if the deployment autoscales", group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.autoscaling ? 1 : 0),
+  }),
+  fam({
     name: 'hypha_serve_deployment_scaled_to_zero', type: 'gauge',
     help: '1 when the deployment is idle at zero by design (autoscaling allows 0, target 0, no RUNNING replica, serviceable status).', labels: DEP,
     stability: 'stable', doc: "1 when idle at zero by design: autoscaling allows 0, target 0, no RUNNING replica, status HEALTHY/UPSCALING/DOWNSCALING (as opposed to crashed)", group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.scaledToZero ? 1 : 0),
-  }),
-  fam({
-    name: 'hypha_serve_deployment_autoscaling', type: 'gauge', help: '1 when the deployment has an autoscaling config.', labels: DEP,
-    stability: 'stable', doc: "1 if the deployment autoscales", group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.autoscaling ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_proxy_ready', type: 'gauge', help: '1 when the Serve HTTP proxy answers 200 on /-/healthz.', labels: PROXY,

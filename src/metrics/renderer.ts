@@ -32,8 +32,10 @@ export interface ScrapeBody {
 
 interface Entry {
   data: unknown;
-  /** Sample lines per family of the scope (index as in ScopeCache.families). */
-  frags: string[];
+  /** The unit's sample lines of every family of its scope, as one flat string... */
+  text: string;
+  /** ...and where each family's lines start in it (index as in ScopeCache.families; one extra end offset). */
+  offsets: number[];
   mark: number;
 }
 
@@ -54,16 +56,24 @@ interface LegacyFamily {
   values: { metricName?: string; labels: Record<string, string | number>; value: number }[];
 }
 
-function renderUnit(families: readonly AnyFamily[], arg: unknown): string[] {
-  const frags: string[] = [];
+function renderUnit(families: readonly AnyFamily[], arg: unknown): { text: string; offsets: number[] } {
+  const lines: string[] = [];
+  const offsets: number[] = [0];
+  let at = 0;
   for (const f of families) {
-    const lines: string[] = [];
-    const emit: Emit = (vals, v) => lines.push(sampleLine(f.name, f.labels, vals, v));
+    const emit: Emit = (vals, v) => {
+      const line = sampleLine(f.name, f.labels, vals, v);
+      at += line.length;
+      lines.push(line);
+    };
     (f.sample as (x: unknown, e: Emit) => void)(arg, emit);
-    // join() yields a flat string: no rope of += concatenations kept alive per fragment.
-    frags.push(lines.length === 0 ? '' : lines.join(''));
+    offsets.push(at);
   }
-  return frags;
+  // One flat string per unit: join() of two or more parts copies them into a sequential string,
+  // where a single part would be returned as is (a rope of the += in sampleLine, several times
+  // its size in cons-string nodes). A unit's families are then slices of it.
+  if (lines.length === 1) lines.push('');
+  return { text: lines.join(''), offsets };
 }
 
 /**
@@ -154,14 +164,15 @@ export class MetricsRenderer {
           e.mark = mark;
           continue;
         }
-        const frags = renderUnit(cache.families, u.arg);
+        const { text, offsets } = renderUnit(cache.families, u.arg);
         this.stats.unitsRendered++;
         if (e) {
           e.data = u.data;
-          e.frags = frags;
+          e.text = text;
+          e.offsets = offsets;
           e.mark = mark;
         } else {
-          cache.entries.set(u.key, { data: u.data, frags, mark });
+          cache.entries.set(u.key, { data: u.data, text, offsets, mark });
         }
       }
       for (const [k, e] of cache.entries) if (e.mark !== mark) cache.entries.delete(k);
@@ -194,8 +205,9 @@ export class MetricsRenderer {
     for (const { f, index } of this.#static) {
       parts.push(header(f.name, f.type, f.help, format));
       for (const e of (this.#caches.get(f.scope) as ScopeCache).entries.values()) {
-        const frag = e.frags[index];
-        if (frag !== '') parts.push(frag);
+        const a = e.offsets[index];
+        const b = e.offsets[index + 1];
+        if (b > a) parts.push(a === 0 && b === e.text.length ? e.text : e.text.slice(a, b));
       }
     }
     if (format === 'openmetrics') parts.push('# EOF\n');

@@ -18,7 +18,8 @@ export interface ExpectedService {
   workerClientId?: string;
 }
 
-export const BIOENGINE_PROXY_DEPLOYMENT = 'ProxyDeployment';
+export { BIOENGINE_PROXY_DEPLOYMENT } from '../serve/judgement';
+import { BIOENGINE_PROXY_DEPLOYMENT } from '../serve/judgement';
 
 /** BioEngine's proxy client id: `{workerClientId}-{sha1(app)[:8]}` (bioengine.md §1.2). */
 export function bioengineProxyClientId(workerClientId: string, app: string): string {

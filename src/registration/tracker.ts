@@ -1,6 +1,7 @@
-import { SERVICEABLE_DEPLOYMENT_STATUSES, ServeApp, ServeDeployment } from '../snapshot/types';
+import type { ServeApp, ServeDeployment } from '../snapshot/types';
+import { appStatusClass, crashedDeployments, FAILED_STATUSES, idleDeployments } from '../serve/judgement';
 import type { ServiceInfo } from '../sources/hypha/types';
-import { BIOENGINE_PROXY_DEPLOYMENT, ExpectedService } from './expected';
+import type { ExpectedService } from './expected';
 import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from './types';
 
 /** Providers of an expected service in the current registry view. */
@@ -41,24 +42,12 @@ export function matchProviders(exp: ExpectedService, index: ProviderIndex): Matc
   return { registered: true, mismatch: true, providerClientId: same[0].clientId };
 }
 
-const FAILED = ['UNHEALTHY', 'DEPLOY_FAILED'];
-/** App statuses in which Serve has not (or no longer) brought the app up: no registration is due. */
-const NOT_RUNNING = ['NOT_STARTED', 'DEPLOYING', 'DELETING'];
-
 /**
  * How long a woken app (it was missing at zero, a sibling has replicas again) keeps that cause while
  * its proxy re-registers: BioEngine registers from check_health, every health_check_period_s = 10 s,
  * so two periods plus the registration call.
  */
 export const WAKE_GRACE_SECONDS = 30;
-
-function running(d: ServeDeployment): number {
-  return d.replicas.RUNNING ?? 0;
-}
-
-function serviceable(d: ServeDeployment): boolean {
-  return running(d) > 0 || SERVICEABLE_DEPLOYMENT_STATUSES.includes(d.status);
-}
 
 /** What the cause can be told from, besides Serve's view of the app. */
 export interface CauseHistory {
@@ -77,17 +66,30 @@ export interface CauseHistory {
  * and without history neither of the two incident-1 paths may be claimed.
  */
 export function missingCause(app: ServeApp, h: CauseHistory): RegistrationState {
-  // The proxy serves BioEngine's registration; the other deployments are what it gates on.
-  const siblings = app.deployments.filter((d) => d.name !== BIOENGINE_PROXY_DEPLOYMENT);
-  if (FAILED.includes(app.status) || app.deployments.some((d) => FAILED.includes(d.status))) return 'missing_crashed';
-  if (NOT_RUNNING.includes(app.status)) return 'not_running';
-  if (app.status !== 'RUNNING') return 'missing_other';
-  if (siblings.some((d) => !serviceable(d))) return 'missing_crashed';
-  if (h.spellAfterReconnect) return 'missing_after_reconnect';
-  if (h.birthObserved && !h.everRegistered) return 'missing_never_registered';
-  if (!h.birthObserved && !h.everRegistered) return 'missing_history_unknown';
-  if (siblings.length > 0 && siblings.some((d) => running(d) === 0)) return 'missing_scaled_to_zero';
-  return 'missing_other';
+  return judgeMissing(app, h).state;
+}
+
+/** The cause and the deployments behind it (what the status page names). */
+export interface MissingVerdict {
+  state: RegistrationState;
+  deployments: string[];
+}
+
+export function judgeMissing(app: ServeApp, h: CauseHistory): MissingVerdict {
+  const names = (ds: readonly ServeDeployment[]) => ds.map((d) => d.name);
+  const crashed = crashedDeployments(app);
+  const appClass = appStatusClass(app.status);
+  // A failure explains more than anything else, even while Serve still deploys the app.
+  if (appClass === 'failed' || app.deployments.some((d) => FAILED_STATUSES.includes(d.status))) return { state: 'missing_crashed', deployments: names(crashed) };
+  if (appClass === 'transient') return { state: 'not_running', deployments: [] };
+  if (appClass !== 'ok') return { state: 'missing_other', deployments: [] };
+  if (crashed.length > 0) return { state: 'missing_crashed', deployments: names(crashed) };
+  if (h.spellAfterReconnect) return { state: 'missing_after_reconnect', deployments: [] };
+  if (h.birthObserved && !h.everRegistered) return { state: 'missing_never_registered', deployments: [] };
+  if (!h.birthObserved && !h.everRegistered) return { state: 'missing_history_unknown', deployments: [] };
+  const idle = idleDeployments(app);
+  if (idle.length > 0) return { state: 'missing_scaled_to_zero', deployments: names(idle) };
+  return { state: 'missing_other', deployments: [] };
 }
 
 type History = RegistrationHistory;
@@ -156,6 +158,7 @@ export class RegistrationTracker {
       const m = matchProviders(exp, providers);
       let settled = true;
       let state: RegistrationState;
+      let causeDeployments: string[] = [];
       if (m.registered) {
         if (h.providerClientId !== undefined && m.providerClientId !== undefined && h.providerClientId !== m.providerClientId) h.clientIdChanges++;
         h.providerClientId = m.providerClientId;
@@ -174,8 +177,9 @@ export class RegistrationTracker {
         // least since we could look again, not only since the settle ended.
         const seenBeforeReconnect = input.afterReconnect && h.registered === true && h.lastEvaluatedSeconds !== undefined && h.lastEvaluatedSeconds < input.connectedSeconds;
         if (h.missingSinceSeconds === undefined && seenBeforeReconnect) h.spellAfterReconnect = true;
-        state = missingCause(app, h);
-        state = this.#wakeGrace(h, state, input.nowSeconds);
+        const verdict = judgeMissing(app, h);
+        state = this.#wakeGrace(h, verdict.state, input.nowSeconds);
+        if (state === verdict.state) causeDeployments = verdict.deployments;
         if (!isMissing(state)) {
           // Serve has not brought the app up: no registration is due, the spell (if any) ends.
           h.missingSinceSeconds = undefined;
@@ -201,6 +205,7 @@ export class RegistrationTracker {
         clientIdChangesTotal: h.clientIdChanges,
         providerClientId: m.providerClientId,
         settled,
+        causeDeployments,
         history: { ...h },
       });
     }

@@ -46,6 +46,8 @@ export interface AppRegistration {
    * (reconnect_settle): the registered/state series are withheld, not reported as 0.
    */
   settled: boolean;
+  /** The deployments behind a missing_crashed or missing_scaled_to_zero verdict (what the status page names). */
+  causeDeployments?: string[];
   /** Tracker history carried in the snapshot, so a restarted source (reload) continues it. */
   history: RegistrationHistory;
 }

@@ -73,8 +73,6 @@ export const DEPLOYMENT_STATUSES = ['UPDATING', 'HEALTHY', 'UNHEALTHY', 'DEPLOY_
 export const REPLICA_STATES = ['STARTING', 'UPDATING', 'RECOVERING', 'RUNNING', 'STOPPING', 'PENDING_MIGRATION'] as const;
 export const PROXY_STATUSES = ['STARTING', 'HEALTHY', 'UNHEALTHY', 'DRAINING', 'DRAINED'] as const;
 
-/** Deployment statuses in which zero RUNNING replicas is a legitimate (idle) state. */
-export const SERVICEABLE_DEPLOYMENT_STATUSES: readonly string[] = ['HEALTHY', 'UPSCALING', 'DOWNSCALING'];
 
 export interface ServeDeployment {
   name: string;

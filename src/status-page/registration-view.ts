@@ -1,5 +1,4 @@
 import type { ServeApp, Snapshot } from '../snapshot/types';
-import { SERVICEABLE_DEPLOYMENT_STATUSES } from '../snapshot/types';
 import type { ProblemV1, RegistrationV1, Severity, WorkerV1, WorkerViewV1 } from './model';
 import { registrationSeverity } from './severity';
 
@@ -15,6 +14,8 @@ export interface AppRegistrationInput {
   missingSinceSeconds?: number;
   clientId?: string;
   clientIdMismatch?: boolean;
+  /** The deployments the verdict rests on (the tracker's, so the page names exactly those). */
+  causeDeployments?: string[];
   worker?: { worker: string; up: boolean; appStatus?: string; serviceRegistered?: boolean };
 }
 
@@ -39,6 +40,7 @@ export function registrationInput(s: Snapshot): RegistrationInput | undefined {
     if (known && a.unregisteredSinceSeconds !== undefined) out.missingSinceSeconds = a.unregisteredSinceSeconds;
     if (a.providerClientId !== undefined) out.clientId = a.providerClientId;
     if (known) out.clientIdMismatch = a.clientIdMismatch;
+    if (known && a.causeDeployments) out.causeDeployments = a.causeDeployments;
     // Only a worker tied to this app's cluster speaks for it: another cluster may run an app of the same name.
     const w = h.workers.find((x) => x.rayCluster === a.cluster && x.apps.some((y) => y.app === a.app));
     const wa = w?.apps.find((y) => y.app === a.app);
@@ -88,7 +90,7 @@ export function registrationView(s: Snapshot): RegistrationView {
     forApp(cluster, app) {
       const r = byApp.get(`${cluster}\u0000${app.name}`);
       if (!r) return { severity: 'ok', problems: [] };
-      const registration: RegistrationV1 = { expected_service_id: r.expectedServiceId, state: r.state, cause: registrationCause(r.state, r.cause) + serveDetail(r.state, app) };
+      const registration: RegistrationV1 = { expected_service_id: r.expectedServiceId, state: r.state, cause: registrationCause(r.state, r.cause) + serveDetail(r.state, app, r.causeDeployments ?? []) };
       if (r.missingSinceSeconds !== undefined) registration.missing_since = r.missingSinceSeconds;
       if (r.clientId !== undefined) registration.client_id = r.clientId;
       if (r.clientIdMismatch !== undefined) registration.client_id_mismatch = r.clientIdMismatch;
@@ -108,17 +110,11 @@ export function registrationView(s: Snapshot): RegistrationView {
   };
 }
 
-/** Which deployments make the cause true, named from Serve's view of the app. */
-function serveDetail(state: string, app: ServeApp): string {
-  if (state === 'missing_scaled_to_zero') {
-    const idle = app.deployments.filter((d) => d.scaledToZero).map((d) => d.name);
-    return idle.length ? ` (at zero: ${idle.join(', ')})` : '';
-  }
-  if (state === 'missing_crashed') {
-    const bad = app.deployments
-      .filter((d) => !SERVICEABLE_DEPLOYMENT_STATUSES.includes(d.status) || ((d.replicas.RUNNING ?? 0) === 0 && !d.scaledToZero))
-      .map((d) => `${d.name} ${d.status}`);
-    return bad.length ? ` (${bad.join(', ')})` : '';
-  }
+/** The deployments the tracker's verdict rests on, with their status from Serve's view of the app. */
+function serveDetail(state: string, app: ServeApp, names: readonly string[]): string {
+  const deps = names.map((n) => app.deployments.find((d) => d.name === n)).filter((d) => d !== undefined);
+  if (deps.length === 0) return '';
+  if (state === 'missing_scaled_to_zero') return ` (at zero: ${deps.map((d) => d.name).join(', ')})`;
+  if (state === 'missing_crashed') return ` (${deps.map((d) => `${d.name} ${d.status}`).join(', ')})`;
   return '';
 }

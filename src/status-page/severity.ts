@@ -1,13 +1,11 @@
 import type { ServeApp, ServeDeployment } from '../snapshot/types';
 import { Severity, SEVERITY_ORDER } from './model';
+import { appStatusClass, deploymentStatusClass, StatusClass } from '../serve/judgement';
 
 // What counts as a problem, in one place, so the page, the JSON and the
 // transition log agree on colours.
 
-const APP_CRITICAL = new Set(['DEPLOY_FAILED', 'UNHEALTHY']);
-const APP_TRANSIENT = new Set(['DEPLOYING', 'NOT_STARTED', 'DELETING']);
-const DEPLOYMENT_CRITICAL = new Set(['UNHEALTHY', 'DEPLOY_FAILED']);
-const DEPLOYMENT_OK = new Set(['HEALTHY', 'UPSCALING', 'DOWNSCALING']);
+const SEVERITY_OF_CLASS: Record<StatusClass, Severity> = { ok: 'ok', transient: 'warning', failed: 'critical', unknown: 'unknown' };
 
 export function worst(a: Severity, b: Severity): Severity {
   return SEVERITY_ORDER.indexOf(a) <= SEVERITY_ORDER.indexOf(b) ? a : b;
@@ -18,10 +16,7 @@ export function severityRank(s: Severity): number {
 }
 
 export function appStatusSeverity(status: string): Severity {
-  if (status === 'RUNNING') return 'ok';
-  if (APP_CRITICAL.has(status)) return 'critical';
-  if (APP_TRANSIENT.has(status)) return 'warning';
-  return 'unknown';
+  return SEVERITY_OF_CLASS[appStatusClass(status)];
 }
 
 export function registrationSeverity(state: string, mismatch = false): Severity {
@@ -47,8 +42,5 @@ export function serveAppProblems(app: ServeApp): { severity: Severity; problems:
 }
 
 function deploymentSeverity(d: ServeDeployment): Severity {
-  if (DEPLOYMENT_OK.has(d.status)) return 'ok';
-  if (DEPLOYMENT_CRITICAL.has(d.status)) return 'critical';
-  if (d.status === 'UPDATING') return 'warning';
-  return 'unknown';
+  return SEVERITY_OF_CLASS[deploymentStatusClass(d.status)];
 }

@@ -138,12 +138,12 @@ describe('watched-service witness, holder probes and listed-but-dead providers',
     const e = exporterFor(`hypha:\n  name: nowhere\n  server_url: http://127.0.0.1:${port}\nwatched_services:\n  - service: ${SVC}\n    interval: 200ms\n    timeout: 500ms\n`);
     try {
       await waitFor('several failed samples', async () => (e.exporter.store.get().services?.get(SVC)?.health.errors.connect ?? 0) >= 4, 60_000, 100);
-      const text = await e.scrape();
-      expect(seriesValue(text, 'hypha_serve_source_errors_total', { source: 'hypha_service', target: SVC, reason: 'connect' })).toBeGreaterThanOrEqual(4);
       const warns = e.lines.filter((l) => l.includes('watched-service source down'));
       expect(warns).toHaveLength(1);
       expect(JSON.parse(warns[0]).level).toBe(40);
       expect(e.lines.filter((l) => l.includes('watched-service sample failed')).length).toBeGreaterThanOrEqual(3);
+      const text = await e.scrape();
+      expect(seriesValue(text, 'hypha_serve_source_errors_total', { source: 'hypha_service', target: SVC, reason: 'connect' })).toBeGreaterThanOrEqual(4);
       expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', target: SVC })).toBe(0);
       expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha', target: SVC })).toBeUndefined();
     } finally {
@@ -151,7 +151,7 @@ describe('watched-service witness, holder probes and listed-but-dead providers',
     }
   });
 
-  test('no holders: the re-registered provider\'s old id stays the witness past the old 10-minute point; a reload continues it; an operator releases it', async () => {
+  test('no holders: the re-registered provider\'s old id stays the witness past the old 10-minute point; an operator releases it', async () => {
     const config = (extra = '', timeout = '2s') => `${hyphaBlock()}watched_services:
   - service: ${SVC}
     interval: 500ms
@@ -208,41 +208,6 @@ ${extra}  - service: ${SVC2}
       expect(seriesValue(text, 'hypha_serve_service_witness_releases_total', { ...S, reason: 'max_age' })).toBe(0);
       expect(e.lines.some((l) => l.includes('canary.reresolve_after is deprecated'))).toBe(true);
 
-      // A reload that restarts SVC's source (its timeout changed) continues it: no up 0, no counter reset, same witness.
-      const before = text;
-      const cachedCount = (t: string) => seriesValue(t, 'hypha_serve_service_call_duration_seconds_count', { ...S, method: 'read', via: 'cached', outcome: 'not_found' }) ?? 0;
-      const cachedTimeouts = (t: string) => seriesValue(t, 'hypha_serve_service_call_duration_seconds_count', { ...S, method: 'read', via: 'cached', outcome: 'timeout' }) ?? 0;
-      const upSeen: (number | undefined)[] = [];
-      const staleSeen: (number | undefined)[] = [];
-      const watch = setInterval(() => {
-        void e.scrape().then((t) => {
-          upSeen.push(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha_service', target: SVC }));
-          staleSeen.push(seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' }));
-        });
-      }, 20);
-      try {
-        e.rewrite(config('', '2500ms'));
-        expect(e.exporter.reload()).toEqual({ ok: true });
-        await waitFor('a cycle of the restarted source', async () => {
-          const w = e.exporter.store.get().services?.get(SVC);
-          return w !== undefined && w.lastProbes.cached !== undefined && (w.health.lastSuccessSeconds ?? 0) * 1000 > Date.now() - 400 ? w : undefined;
-        }, 30_000, 50);
-        await new Promise((r) => setTimeout(r, 1500));
-      } finally {
-        clearInterval(watch);
-      }
-      text = await e.scrape();
-      expect(upSeen.length).toBeGreaterThan(20);
-      expect(upSeen.every((v) => v === 1)).toBe(true);
-      expect(staleSeen.every((v) => v === 1)).toBe(true);
-      expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'hypha_service', target: SVC })).toBe(0.5);
-      expect(cachedId(text, SVC, 'exporter')).toBe('standin-a');
-      expect(seriesValue(text, 'hypha_serve_service_cached_stale_since_timestamp_seconds', { ...S, holder: 'exporter' })).toBe(staleSince);
-      expect(seriesValue(text, 'hypha_serve_service_client_id_changes_total', S)).toBe(seriesValue(before, 'hypha_serve_service_client_id_changes_total', S));
-      expect(cachedCount(text) + cachedTimeouts(text)).toBeGreaterThan(cachedCount(before) + cachedTimeouts(before));
-      expect(seriesValue(text, 'hypha_serve_service_canary_reresolves_total', S2)).toBe(1);
-      expect(e.lines.some((l) => l.includes('continuing the stale canary as the witness'))).toBe(true);
-
       // The documented operator step: name the witness's client id; one reload ends it.
       e.rewrite(config('    canary: {released_client_ids: [standin-a]}\n'));
       expect(e.exporter.reload()).toEqual({ ok: true });
@@ -260,9 +225,67 @@ ${extra}  - service: ${SVC2}
     }
   });
 
+  test('a reload that restarts the source continues the witness: no source_up 0, no counter or histogram reset', async () => {
+    const config = (timeout: string) => `${hyphaBlock()}watched_services:
+  - service: ${SVC}
+    interval: 500ms
+    timeout: ${timeout}
+    probe: {method: read, args: [probe-artifact]}
+`;
+    const e = exporterFor(config('2s'));
+    const from = [...providers.keys()][0];
+    try {
+      await waitFor(`canary on ${from}`, async () => cachedId(await e.scrape(), SVC, 'exporter') === from, 60_000, 100);
+      await reregister(from, 'standin-r');
+      let text = await waitFor('canary stale and probed', async () => {
+        const t = await e.scrape();
+        return seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' }) === 1 &&
+          seriesValue(t, 'hypha_serve_service_probe_success', { ...S, via: 'cached' }) === 0 ? t : undefined;
+      }, 30_000, 50);
+      const staleSince = seriesValue(text, 'hypha_serve_service_cached_stale_since_timestamp_seconds', { ...S, holder: 'exporter' });
+      expect(staleSince).toBeDefined();
+      // A reload that restarts SVC's source (its timeout changed) continues it: no up 0, no counter reset, same witness.
+      const before = await e.scrape();
+      const cachedCount = (t: string) => seriesValue(t, 'hypha_serve_service_call_duration_seconds_count', { ...S, method: 'read', via: 'cached', outcome: 'not_found' }) ?? 0;
+      const cachedTimeouts = (t: string) => seriesValue(t, 'hypha_serve_service_call_duration_seconds_count', { ...S, method: 'read', via: 'cached', outcome: 'timeout' }) ?? 0;
+      const upSeen: (boolean | undefined)[] = [];
+      const staleSeen: (number | undefined)[] = [];
+      const watch = setInterval(() => {
+        upSeen.push(e.exporter.store.get().services?.get(SVC)?.health.up);
+        void e.scrape().then((t) => staleSeen.push(seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' })));
+      }, 20);
+      try {
+        e.rewrite(config('2500ms'));
+        expect(e.exporter.reload()).toEqual({ ok: true });
+        await waitFor('a cycle of the restarted source', async () => {
+          const w = e.exporter.store.get().services?.get(SVC);
+          return w !== undefined && w.lastProbes.cached !== undefined && (w.health.lastSuccessSeconds ?? 0) * 1000 > Date.now() - 400 ? w : undefined;
+        }, 30_000, 50);
+        await new Promise((r) => setTimeout(r, 1500));
+      } finally {
+        clearInterval(watch);
+      }
+      text = await e.scrape();
+      expect(upSeen.length).toBeGreaterThan(20);
+      expect(upSeen.filter((v) => v !== true)).toEqual([]);
+      expect(staleSeen.filter((v) => v !== 1)).toEqual([]);
+      expect(cachedId(text, SVC, 'exporter')).toBe(from);
+      expect(seriesValue(text, 'hypha_serve_service_cached_stale_since_timestamp_seconds', { ...S, holder: 'exporter' })).toBe(staleSince);
+      expect(seriesValue(text, 'hypha_serve_service_client_id_changes_total', S)).toBe(seriesValue(before, 'hypha_serve_service_client_id_changes_total', S));
+      expect(cachedCount(text) + cachedTimeouts(text)).toBeGreaterThan(cachedCount(before) + cachedTimeouts(before));
+      expect(seriesValue(text, 'hypha_serve_service_canary_reresolves_total', S)).toBe(0);
+      expect(e.lines.some((l) => l.includes('continuing the stale canary as the witness'))).toBe(true);
+      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', target: SVC })).toBe(1);
+      expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'hypha_service', target: SVC })).toBe(0.5);
+    } finally {
+      await e.close('reload');
+    }
+  });
+
   test('a holder probe through the holder\'s cached proxy: the witness ends only when the holder recovered', async () => {
+    const from = [...providers.keys()][0];
     const holder = await holderClient(hypha.url, hypha.rootToken);
-    expect(holder.heldId()).toBe(`${WS}/standin-b:standin`);
+    expect(holder.heldId()).toBe(`${WS}/${from}:standin`);
     const e = exporterFor(`${hyphaBlock()}watched_services:
   - service: ${SVC}
     interval: 500ms
@@ -277,13 +300,13 @@ ${extra}  - service: ${SVC2}
     try {
       let text = await waitFor('holder probe ok', async () => {
         const t = await e.scrape();
-        return seriesValue(t, 'hypha_serve_service_holder_probe_success', H) === 1 && cachedId(t, SVC, 'exporter') === 'standin-b' ? t : undefined;
+        return seriesValue(t, 'hypha_serve_service_holder_probe_success', H) === 1 && cachedId(t, SVC, 'exporter') === from ? t : undefined;
       }, 60_000, 100);
       expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_count', { ...H, method: 'list_through', via: 'holder', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
       expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_count', { ...H, method: 'list_through', via: 'holder', outcome: 'timeout' })).toBe(0);
       expect(seriesValue(text, 'hypha_serve_service_holders_configured', S)).toBe(1);
 
-      await reregister('standin-b', 'standin-c');
+      await reregister(from, 'standin-c');
       text = await waitFor('canary stale and the holder probe failing', async () => {
         const t = await e.scrape();
         return seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' }) === 1 &&
@@ -296,7 +319,7 @@ ${extra}  - service: ${SVC2}
       text = await e.scrape();
       expect(seriesValue(text, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' })).toBe(1);
       expect(seriesValue(text, 'hypha_serve_service_holder_probe_success', H)).toBe(0);
-      expect(cachedId(text, SVC, 'exporter')).toBe('standin-b');
+      expect(cachedId(text, SVC, 'exporter')).toBe(from);
 
       // The worker recovers (re-resolves): its probe succeeds, every holder agrees, the witness ends.
       await holder.reresolve();
@@ -323,9 +346,10 @@ ${extra}  - service: ${SVC2}
 `);
     let frozen: Proc | undefined;
     try {
-      await waitFor('canary on standin-c, probes ok', async () => {
+      const live = [...providers.keys()][0];
+      await waitFor(`canary on ${live}, probes ok`, async () => {
         const t = await e.scrape();
-        return cachedId(t, SVC, 'exporter') === 'standin-c' && seriesValue(t, 'hypha_serve_service_probe_success', { ...S, via: 'fresh' }) === 1;
+        return cachedId(t, SVC, 'exporter') === live && seriesValue(t, 'hypha_serve_service_probe_success', { ...S, via: 'fresh' }) === 1;
       }, 60_000, 100);
       // A second provider in its own process, then frozen: listed (its websocket stays open) but silent,
       // like a Hypha server killed hard whose registration outlives it.

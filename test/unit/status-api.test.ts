@@ -394,7 +394,7 @@ describe('Hypha registration in /api/v1/status and the transition log', () => {
 
     // Seed 000: the Worker scales to zero, the proxy deregisters, Serve and the worker still say RUNNING.
     store.setRayCluster(ray('worker-scaled-to-zero.json', t + 30));
-    store.update((s) => withHypha(s, hypha({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: t + 25, providerClientId: undefined }, t + 30)));
+    store.update((s) => withHypha(s, hypha({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: t + 25, providerClientId: undefined, causeDeployments: ['Worker'] }, t + 30)));
     s = build(t + 31);
     const app = s.apps[0];
     expect(app).toMatchObject({ status: 'RUNNING', severity: 'critical' });

@@ -1,5 +1,6 @@
+import { SERVICEABLE_DEPLOYMENT_STATUSES } from '../../serve/judgement';
 import {
-  REPLICA_STATES, SERVICEABLE_DEPLOYMENT_STATUSES,
+  REPLICA_STATES,
   ServeApp, ServeDeployment, ServeProxy,
 } from '../../snapshot/types';
 import { ReasonedError } from '../../util/errors';

@@ -1,0 +1,196 @@
+// Issue 14: /metrics cost at scale, side by side with a bare prom-client registry holding the
+// same series (the "floor"), and the exporter's memory measured in a process of its own.
+import { fork } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import pino from 'pino';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { Exporter } from '../src/exporter';
+import { servePayload } from './serve-payload';
+
+type Payload = { applications: Record<string, { last_deployed_time_s: number; deployments: Record<string, { status: string }> }> };
+
+/** The base payload, and one where `fraction` of the apps changed (deploy time and every deployment's status). */
+export function payloads(apps: number, fraction: number): [string, string] {
+  const base = servePayload(apps, 3, 2, 0) as Payload;
+  const changed = JSON.parse(JSON.stringify(base)) as Payload;
+  const names = Object.keys(changed.applications);
+  const n = Math.max(1, Math.round(names.length * fraction));
+  for (const name of names.slice(0, n)) {
+    const a = changed.applications[name];
+    a.last_deployed_time_s += 1;
+    for (const d of Object.values(a.deployments)) d.status = 'UPSCALING';
+  }
+  return [JSON.stringify(base), JSON.stringify(changed)];
+}
+
+/** Serves bodies[which()] on every request. */
+export async function upstream(bodies: () => string): Promise<{ url: string; close(): Promise<void> }> {
+  const srv = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(bodies());
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => srv.close(() => r())) };
+}
+
+export function configFor(url: string): { file: string; cleanup(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-metrics-'));
+  const file = path.join(dir, 'c.yml');
+  fs.writeFileSync(file, `ray_clusters:\n  - name: bench\n    dashboard_url: ${url}\n    interval: 1h\n    timeout: 60s\n    max_apps: 100000\n    max_response_bytes: 1000000000\n    proxy_probe: {enabled: false}\n`);
+  return { file, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The same series in a bare prom-client registry, built from an exposition text. */
+export function floorRegistry(text: string): Registry {
+  const r = new Registry();
+  const fams = new Map<string, { type: string; help: string; samples: { labels: Record<string, string>; value: number }[] }>();
+  let cur: { type: string; help: string; samples: { labels: Record<string, string>; value: number }[] } | undefined;
+  for (const line of text.split('\n')) {
+    let m = /^# HELP (\S+) (.*)$/.exec(line);
+    if (m) {
+      cur = { type: 'gauge', help: m[2], samples: [] };
+      fams.set(m[1], cur);
+      continue;
+    }
+    m = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (m && cur) {
+      cur.type = m[2];
+      continue;
+    }
+    if (line === '' || line.startsWith('#') || !cur) continue;
+    const s = /^[^{ ]+(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!s) continue;
+    const labels: Record<string, string> = {};
+    for (const lm of (s[1] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[lm[1]] = lm[2].replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+    cur.samples.push({ labels, value: Number(s[2]) });
+  }
+  for (const [name, f] of fams) {
+    const labelNames = [...new Set(f.samples.flatMap((x) => Object.keys(x.labels)))];
+    if (f.type === 'counter') {
+      const c = new Counter({ name, help: f.help, labelNames, registers: [r] });
+      for (const x of f.samples) c.inc(x.labels, x.value);
+    } else {
+      const g = new Gauge({ name, help: f.help, labelNames, registers: [r] });
+      for (const x of f.samples) g.set(x.labels, x.value);
+    }
+  }
+  return r;
+}
+
+export interface MetricsScaleResult {
+  apps: number;
+  series: number;
+  floor: number;
+  steady: number;
+  after1: number;
+  after100: number;
+  gzipSteady: number;
+  gzipAfter1: number;
+  plainBytes: number;
+  gzipBytes: number;
+}
+
+async function scrapeMs(exporter: Exporter, encoding: 'gzip' | 'identity'): Promise<{ ms: number; bytes: number }> {
+  const t0 = performance.now();
+  const b = await exporter.metrics.scrape('prometheus', encoding);
+  const ms = performance.now() - t0;
+  return { ms, bytes: b.chunks.reduce((n, c) => n + c.length, 0) };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Scrape timings at `apps` apps × 3 deployments (p50 over `rounds`, ms), in this process. */
+export async function metricsScale(apps: number, rounds = 15): Promise<MetricsScaleResult> {
+  const [base, some] = payloads(apps, 0.01);
+  const [, all] = payloads(apps, 1);
+  let body = base;
+  const up = await upstream(() => body);
+  const cfg = configFor(up.url);
+  const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }) });
+  exporter.start();
+  await exporter.settled();
+  await exporter.metrics.scrape('prometheus', 'gzip');
+  const text = await exporter.metrics.render();
+  const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+  const floor = floorRegistry(text);
+  await floor.metrics();
+
+  // Alternate floor and ours in one loop, so both see the same machine load.
+  const floorTimes: number[] = [];
+  const steadyTimes: number[] = [];
+  const gzipTimes: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const t0 = performance.now();
+    await floor.metrics();
+    floorTimes.push(performance.now() - t0);
+    steadyTimes.push((await scrapeMs(exporter, 'identity')).ms);
+    gzipTimes.push((await scrapeMs(exporter, 'gzip')).ms);
+  }
+  const after = async (changed: string, encoding: 'gzip' | 'identity'): Promise<number> => {
+    const xs: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      body = i % 2 === 0 ? changed : base;
+      await exporter.sampleAll();
+      xs.push((await scrapeMs(exporter, encoding)).ms);
+    }
+    return median(xs);
+  };
+  const after1 = await after(some, 'identity');
+  const after100 = await after(all, 'identity');
+  const gzipAfter1 = await after(some, 'gzip');
+  body = base;
+  await exporter.sampleAll();
+  const plainBytes = (await scrapeMs(exporter, 'identity')).bytes;
+  const gz = await exporter.metrics.scrape('prometheus', 'gzip');
+  const gzipBytes = gz.chunks.reduce((n, c) => n + c.length, 0);
+  // The gzip body decodes to the plain one (sanity: the benchmark measures a real answer).
+  if (zlib.gunzipSync(Buffer.concat(gz.chunks)).length < plainBytes * 0.99) throw new Error('gzip body does not decode to the plain body');
+  await exporter.stop();
+  await up.close();
+  cfg.cleanup();
+  return {
+    apps, series, floor: median(floorTimes), steady: median(steadyTimes), after1, after100, gzipSteady: median(gzipTimes), gzipAfter1, plainBytes, gzipBytes,
+  };
+}
+
+export interface ProcessMemoryResult {
+  apps: number;
+  cycles: number;
+  rssMb: number;
+  heapUsedMb: number;
+  externalMb: number;
+  /** Per cycle: sample (fetch + parse + snapshot) and the first scrape after it, ms (p50 / max). */
+  sampleP50: number;
+  sampleMax: number;
+  renderP50: number;
+  renderMax: number;
+  top?: { what: string; mb: number }[];
+}
+
+/** The exporter alone in a child process (the upstream lives here): RSS after `cycles` sample+scrape cycles. */
+export async function processMemory(apps: number, cycles: number, heapSnapshot = false): Promise<ProcessMemoryResult> {
+  const [base, changed] = payloads(apps, 1);
+  let n = 0;
+  // Every cycle a changed payload, so every cycle re-renders all units.
+  const up = await upstream(() => (n++ % 2 === 0 ? base : changed));
+  const cfg = configFor(up.url);
+  try {
+    const child = fork(path.join(__dirname, 'metrics-child.js'), [cfg.file, String(cycles), heapSnapshot ? '1' : '0'], { execArgv: ['--expose-gc'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const result = await new Promise<ProcessMemoryResult>((resolve, reject) => {
+      child.on('message', (m) => resolve({ apps, cycles, ...(m as Omit<ProcessMemoryResult, 'apps' | 'cycles'>) }));
+      child.on('exit', (code) => reject(new Error(`metrics-child exited ${code}`)));
+    });
+    child.kill();
+    return result;
+  } finally {
+    await up.close();
+    cfg.cleanup();
+  }
+}
+
+export { median };
