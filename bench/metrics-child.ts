@@ -47,10 +47,11 @@ async function main(): Promise<void> {
     await exporter.metrics.scrape('prometheus', 'gzip');
   }
   global.gc?.();
-  await new Promise((r) => setTimeout(r, 200));
+  // Idle as between two scrapes, long enough for V8's memory reducer to give pages back.
+  await new Promise((r) => setTimeout(r, Number(process.env.BENCH_IDLE_MS ?? 200)));
   global.gc?.();
   const mem = process.memoryUsage();
-  if (process.env.BENCH_DEBUG === '1') process.stderr.write(`${JSON.stringify(mem)}\n`);
+  if (process.env.BENCH_DEBUG === '1') process.stderr.write(`${JSON.stringify(mem)} ${fs.readFileSync('/proc/self/status', 'utf8').split('\n').filter((l) => /^Rss/.test(l)).join(' ')}\n`);
   sample.sort((a, b) => a - b);
   render.sort((a, b) => b - a).reverse();
   let top: { what: string; mb: number }[] | undefined;

@@ -173,14 +173,14 @@ export interface ProcessMemoryResult {
 }
 
 /** The exporter alone in a child process (the upstream lives here): RSS after `cycles` sample+scrape cycles. */
-export async function processMemory(apps: number, cycles: number, heapSnapshot = false): Promise<ProcessMemoryResult> {
-  const [base, changed] = payloads(apps, 1);
+export async function processMemory(apps: number, cycles: number, fraction: number, heapSnapshot = false): Promise<ProcessMemoryResult> {
+  const [base, changed] = payloads(apps, fraction);
   let n = 0;
-  // Every cycle a changed payload, so every cycle re-renders all units.
+  // Every cycle a changed payload (`fraction` of the apps differ from the previous cycle's).
   const up = await upstream(() => (n++ % 2 === 0 ? base : changed));
   const cfg = configFor(up.url);
   try {
-    const child = fork(path.join(__dirname, 'metrics-child.js'), [cfg.file, String(cycles), heapSnapshot ? '1' : '0'], { execArgv: ['--expose-gc'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const child = fork(path.join(__dirname, 'metrics-child.js'), [cfg.file, String(cycles), heapSnapshot ? '1' : '0'], { execArgv: ['--expose-gc', ...(process.env.BENCH_CHILD_FLAGS ?? '').split(' ').filter(Boolean)], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
     const result = await new Promise<ProcessMemoryResult>((resolve, reject) => {
       child.on('message', (m) => resolve({ apps, cycles, ...(m as Omit<ProcessMemoryResult, 'apps' | 'cycles'>) }));
       child.on('exit', (code) => reject(new Error(`metrics-child exited ${code}`)));

@@ -34,7 +34,7 @@ async function main(): Promise<void> {
       evaluationInterval: shipped ? '15s' : '2s',
       groupWait: shipped ? undefined : '2s',
       groupInterval: shipped ? undefined : '5s',
-      canaryReresolveAfter: shipped ? '10m' : '1m',
+      canaryWitnessMax: shipped ? undefined : '1m',
       hyphaServerId: 'demo',
       exporterExtraConfig: `hypha_registration:\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
       log: step,

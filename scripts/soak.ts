@@ -70,7 +70,7 @@ function leastSquaresSlope(points: Array<[number, number]>): number {
 async function main(): Promise<void> {
   const stack = await startStack({
     forDivisor: 10, sampleInterval: '2s', sampleTimeout: '3s', scrapeInterval: '2s', evaluationInterval: '2s',
-    groupWait: '2s', groupInterval: '5s', canaryReresolveAfter: '1m', hyphaServerId: 'soak', log,
+    groupWait: '2s', groupInterval: '5s', canaryWitnessMax: '1m', hyphaServerId: 'soak', log,
   });
   const stopping = async (code: number) => { await stack.stop(); process.exit(code); };
   process.on('SIGINT', () => void stopping(130));

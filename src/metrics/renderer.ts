@@ -45,7 +45,7 @@ interface ScopeCache {
 }
 
 interface Cached {
-  plain: Buffer;
+  plain?: Buffer;
   gzip?: Promise<Buffer>;
 }
 
@@ -191,9 +191,8 @@ export class MetricsRenderer {
     this.stats.updates++;
   }
 
-  #cached(format: ExpositionFormat): Cached {
-    let c = this.#bodies.get(format);
-    if (c) return c;
+  /** The snapshot-derived part of the body, written straight into one buffer (no intermediate joined string). */
+  #assemble(format: ExpositionFormat): Buffer {
     const parts: string[] = [];
     for (const m of this.#legacyFamilies) {
       parts.push(header(m.name, m.type, m.help, format));
@@ -211,10 +210,41 @@ export class MetricsRenderer {
       }
     }
     if (format === 'openmetrics') parts.push('# EOF\n');
-    c = { plain: Buffer.from(parts.join(''), 'utf8') };
+    let size = 0;
+    for (const p of parts) size += Buffer.byteLength(p, 'utf8');
+    const buf = Buffer.allocUnsafeSlow(size);
+    let at = 0;
+    for (const p of parts) at += buf.write(p, at, 'utf8');
     this.stats.bodiesAssembled++;
-    this.#bodies.set(format, c);
+    return buf;
+  }
+
+  #cached(format: ExpositionFormat): Cached {
+    let c = this.#bodies.get(format);
+    if (!c) {
+      c = {};
+      this.#bodies.set(format, c);
+    }
     return c;
+  }
+
+  #plain(format: ExpositionFormat): Buffer {
+    const c = this.#cached(format);
+    c.plain ??= this.#assemble(format);
+    return c.plain;
+  }
+
+  /**
+   * The compressed cached part. Prometheus always asks for gzip, so the plain text it was made
+   * from is kept only when an uncompressed scrape asked for it too.
+   */
+  #gzip(format: ExpositionFormat): Promise<Buffer> {
+    const c = this.#cached(format);
+    if (!c.gzip) {
+      c.gzip = gzip(c.plain ?? this.#assemble(format));
+      this.stats.bodiesCompressed++;
+    }
+    return c.gzip;
   }
 
   #head(s: Snapshot, format: ExpositionFormat): string {
@@ -232,21 +262,16 @@ export class MetricsRenderer {
 
   async render(format: ExpositionFormat = 'prometheus'): Promise<string> {
     await this.sync();
-    return this.#head(this.store.get(), format) + this.#cached(format).plain.toString('utf8');
+    return this.#head(this.store.get(), format) + this.#plain(format).toString('utf8');
   }
 
   /** The /metrics answer in the negotiated format and encoding; the cached part is not copied. */
   async scrape(format: ExpositionFormat, encoding: 'gzip' | 'identity'): Promise<ScrapeBody> {
     await this.sync();
-    const cached = this.#cached(format);
     const head = Buffer.from(this.#head(this.store.get(), format), 'utf8');
     const contentType = format === 'openmetrics' ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE;
-    if (encoding === 'identity') return { contentType, encoding, chunks: [head, cached.plain] };
-    if (!cached.gzip) {
-      cached.gzip = gzip(cached.plain);
-      this.stats.bodiesCompressed++;
-    }
-    const [tail, headGz] = await Promise.all([cached.gzip, gzip(head, { level: 1 })]);
+    if (encoding === 'identity') return { contentType, encoding, chunks: [head, this.#plain(format)] };
+    const [tail, headGz] = await Promise.all([this.#gzip(format), gzip(head, { level: 1 })]);
     return { contentType, encoding, chunks: [headGz, tail] };
   }
 

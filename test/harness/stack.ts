@@ -29,8 +29,8 @@ export interface StackOptions {
   /** Alertmanager route timers (undefined = the example's). */
   groupWait?: string;
   groupInterval?: string;
-  /** Canary re-resolve policy of the watched artifact manager (undefined: the shipped default). */
-  canaryReresolveAfter?: string;
+  /** canary.witness_max of the watched artifact manager (undefined: the shipped default, no bound). */
+  canaryWitnessMax?: string;
   /** Hypha's fixed server id at start (restarts may change it). */
   hyphaServerId?: string;
   /** Extra YAML appended to the exporter config (e.g. registration mapping). */
@@ -55,11 +55,11 @@ export interface Stack {
 
 /**
  * The exporter config of a real-stack run: one Ray cluster, Hypha (token in
- * $HYPHA_TOKEN), the artifact manager watched. Without canaryReresolveAfter
+ * $HYPHA_TOKEN), the artifact manager watched. Without canaryWitnessMax
  * the canary keeps the shipped default.
  */
 export function exporterConfig(
-  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig'> & { canaryReresolveAfter?: string; cluster?: string },
+  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig'> & { canaryWitnessMax?: string; cluster?: string },
   hypha: HyphaHandle,
   ray: RayCluster,
 ): string {
@@ -76,7 +76,7 @@ export function exporterConfig(
     '  bearer_token_env: HYPHA_TOKEN',
     'watched_services:',
     '  - service: public/artifact-manager',
-    ...(o.canaryReresolveAfter === undefined ? [] : ['    canary:', `      reresolve_after: ${o.canaryReresolveAfter}`]),
+    ...(o.canaryWitnessMax === undefined ? [] : ['    canary:', `      witness_max: ${o.canaryWitnessMax}`]),
     o.exporterExtraConfig ?? '',
   ].join('\n') + '\n';
 }

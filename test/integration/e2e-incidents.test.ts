@@ -36,7 +36,7 @@ describe('end-to-end incident replays', () => {
       sampleInterval: '1s',
       sampleTimeout: '3s',
       ...TIMING,
-      canaryReresolveAfter: '40s',
+      canaryWitnessMax: '40s',
       hyphaServerId: 'e2e-fixed',
       // The BioEngine worker's client id is known here; in production it is discovered.
       exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {interval: 2s}\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,

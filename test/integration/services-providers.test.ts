@@ -146,6 +146,9 @@ watched_services:
         return seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' }) === 1 ? t : undefined;
       }, 30_000, 20);
       const staleMs = Date.now() - t0;
+      // Cycles never overlap, so a probe that ends after the stale state was published belongs to that
+      // cycle or a later one; a probe ending after t0 may still be from the cycle before (canary still live).
+      const tStale = Date.now();
       expect(ids(text, 'hypha_serve_service_cached_info', { holder: 'exporter' })).toEqual([canary]);
       expect(ids(text, 'hypha_serve_service_provider_info')).not.toContain(canary);
       expect(seriesValue(text, 'hypha_serve_service_client_id_changes_total', S)).toBeGreaterThan(changesBefore);
@@ -159,8 +162,8 @@ watched_services:
         const w = exporter.store.get().services?.get(SVC);
         const c = w?.lastProbes.cached;
         const f = w?.lastProbes.fresh;
-        if (c && c.atSeconds * 1000 > t0 && c.outcome === 'never_sent') unsent = true;
-        return c && f && c.atSeconds * 1000 > t0 && f.atSeconds * 1000 > t0 && c.outcome !== 'never_sent' ? { c, f } : undefined;
+        if (c && c.atSeconds * 1000 > tStale && c.outcome === 'never_sent') unsent = true;
+        return c && f && c.atSeconds * 1000 > tStale && f.atSeconds * 1000 > tStale && c.outcome !== 'never_sent' ? { c, f } : undefined;
       }, 30_000, 50);
       if (unsent) expect(lines.some((l) => /rebuilding hypha connection|hypha connection lost/.test(l))).toBe(true);
       // A provider that left moments ago: the server still remembers and refuses at once (or, later, the call times out).
