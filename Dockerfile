@@ -45,7 +45,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* \
  && groupadd --gid 10001 exporter \
  && useradd --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin exporter \
- && mkdir -p /etc/hypha-serve-exporter
+ && mkdir -p /etc/hypha-serve-exporter /var/lib/hypha-serve-exporter \
+ && chown 10001:10001 /var/lib/hypha-serve-exporter
 COPY --from=build /opt/hypha-serve-exporter /opt/hypha-serve-exporter
 COPY deploy/container/config.yml /etc/hypha-serve-exporter/config.yml
 # Nothing runs a shell at run time (exec-form entrypoint and healthcheck); removing it leaves an attacker
@@ -54,12 +55,14 @@ RUN ["/bin/rm", "-f", "/bin/sh", "/bin/bash", "/bin/dash", "/usr/bin/sh", "/usr/
 ENV NODE_ENV=production \
     HYPHA_SERVE_EXPORTER_REVISION=${REVISION}
 USER 10001:10001
+# Witnesses of stale proxies and registration history survive a container restart here (--storage.path).
+VOLUME ["/var/lib/hypha-serve-exporter"]
 EXPOSE 9731
 # Exec form with node: works without a shell. HEALTHCHECK_URL overrides the probe (another port, TLS).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["/usr/bin/node", "-e", "const u=process.env.HEALTHCHECK_URL||'http://127.0.0.1:9731/-/healthy';require(u.startsWith('https')?'https':'http').get(u,{rejectUnauthorized:false},r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1)).setTimeout(4000,()=>process.exit(1))"]
 ENTRYPOINT ["/usr/bin/node", "/opt/hypha-serve-exporter/dist/src/main.js"]
-CMD ["--config.file=/etc/hypha-serve-exporter/config.yml"]
+CMD ["--config.file=/etc/hypha-serve-exporter/config.yml", "--storage.path=/var/lib/hypha-serve-exporter"]
 LABEL org.opencontainers.image.title="hypha-serve-exporter" \
       org.opencontainers.image.description="Prometheus exporter for Ray Serve apps and their Hypha service registrations" \
       org.opencontainers.image.licenses="MIT" \

@@ -173,14 +173,18 @@ export interface ProcessMemoryResult {
 }
 
 /** The exporter alone in a child process (the upstream lives here): RSS after `cycles` sample+scrape cycles. */
-export async function processMemory(apps: number, cycles: number, fraction: number, heapSnapshot = false): Promise<ProcessMemoryResult> {
+export async function processMemory(
+  apps: number, cycles: number, fraction: number, opts: { heapSnapshot?: boolean; nodeFlags?: string[]; env?: Record<string, string> } = {},
+): Promise<ProcessMemoryResult> {
   const [base, changed] = payloads(apps, fraction);
   let n = 0;
   // Every cycle a changed payload (`fraction` of the apps differ from the previous cycle's).
   const up = await upstream(() => (n++ % 2 === 0 ? base : changed));
   const cfg = configFor(up.url);
   try {
-    const child = fork(path.join(__dirname, 'metrics-child.js'), [cfg.file, String(cycles), heapSnapshot ? '1' : '0'], { execArgv: ['--expose-gc', ...(process.env.BENCH_CHILD_FLAGS ?? '').split(' ').filter(Boolean)], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const child = fork(path.join(__dirname, 'metrics-child.js'), [cfg.file, String(cycles), opts.heapSnapshot ? '1' : '0'], {
+      execArgv: ['--expose-gc', ...(opts.nodeFlags ?? [])], env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    });
     const result = await new Promise<ProcessMemoryResult>((resolve, reject) => {
       child.on('message', (m) => resolve({ apps, cycles, ...(m as Omit<ProcessMemoryResult, 'apps' | 'cycles'>) }));
       child.on('exit', (code) => reject(new Error(`metrics-child exited ${code}`)));

@@ -5,10 +5,62 @@ import { serveScale } from './serve-scale';
 import { churn, scrapeDuringHang } from './churn-and-hang';
 import { registrationEval } from './registration-eval';
 import { writeSection } from './stats';
+import { metricsScale, processMemory } from './metrics-scale';
 
 const f = (x: number) => x.toFixed(1);
 
+/** Issue 14: the /metrics targets, each ratio measured side by side with a bare prom-client registry in one run. */
+async function metricsTargets(file: string, write: boolean, churned?: Awaited<ReturnType<typeof churn>>): Promise<void> {
+  const x = (a: number, b: number) => `${(a / b).toFixed(3)}×`;
+  const ok = (cond: boolean) => (cond ? 'yes' : '**no**');
+  const m = await metricsScale(1000, Number(process.env.BENCH_ROUNDS ?? 21));
+  process.stdout.write('metrics scale done\n');
+  const tuned = { nodeFlags: ['--max-semi-space-size=1'], env: { MALLOC_MMAP_THRESHOLD_: '131072' } };
+  const mem = await processMemory(1000, 10, 0.01);
+  const memTuned = await processMemory(1000, 10, 0.01, tuned);
+  const memWorst = await processMemory(1000, 10, 1);
+  const big = await processMemory(10000, 5, 0.01);
+  const bigTuned = await processMemory(10000, 5, 0.01, tuned);
+  const where = await processMemory(1000, 10, 0.01, { heapSnapshot: true });
+  process.stdout.write('metrics memory done\n');
+  const cycles = Number(process.env.BENCH_CHURN_CYCLES ?? 10000);
+  const c = churned ?? (await churn(cycles));
+  const tunedNote = '`NODE_OPTIONS=--max-semi-space-size=1` and `MALLOC_MMAP_THRESHOLD_=131072`';
+  const text = [
+    `Command: \`npm run bench\` (or \`npm run build && BENCH_ONLY=metrics node --expose-gc dist/bench/run.js\`), ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version}.`,
+    `1,000 apps × 3 deployments (${m.series} series, ${(m.plainBytes / 1e6).toFixed(1)} MB of text), synthetic Ray 2.60 payload from loopback, proxy probes off. Times are p50 in ms of \`MetricsRenderer.scrape()\` (the /metrics handler without the socket),`,
+    'measured in one loop alternating with the floor: a bare prom-client registry holding the same series (`registry.metrics()`).',
+    '"after N% change" = the first scrape after a Ray sample in which N% of the apps changed (deploy time and every deployment status).',
+    `RSS = the exporter alone in a child process (its upstream is the parent), after the cycles and a GC; "tuned" = ${tunedNote}.`,
+    '',
+    '| measure | target | floor (prom-client) | exporter | ratio | met |',
+    '|---|---|---|---|---|---|',
+    `| steady scrape (no change) | ≤ 0.1× floor | ${m.floor.toFixed(1)} | ${m.steady.toFixed(2)} | ${x(m.steady, m.floor)} | ${ok(m.steady <= 0.1 * m.floor)} |`,
+    `| first scrape after 1% change | ≤ 0.3× | ${m.floor.toFixed(1)} | ${m.after1.toFixed(1)} | ${x(m.after1, m.floor)} | ${ok(m.after1 <= 0.3 * m.floor)} |`,
+    `| first scrape after 100% change | ≤ 1.0× | ${m.floor.toFixed(1)} | ${m.after100.toFixed(1)} | ${x(m.after100, m.floor)} | ${ok(m.after100 <= m.floor)} |`,
+    `| gzip body size | ≤ 10% of plain | ${(m.plainBytes / 1e6).toFixed(2)} MB plain | ${(m.gzipBytes / 1e6).toFixed(3)} MB | ${((100 * m.gzipBytes) / m.plainBytes).toFixed(1)}% | ${ok(m.gzipBytes <= 0.1 * m.plainBytes)} |`,
+    `| cached gzip scrape | ≤ 0.2× floor | ${m.floor.toFixed(1)} | ${m.gzipSteady.toFixed(2)} | ${x(m.gzipSteady, m.floor)} | ${ok(m.gzipSteady <= 0.2 * m.floor)} |`,
+    `| gzip scrape after 1% change | — | ${m.floor.toFixed(1)} | ${m.gzipAfter1.toFixed(1)} | ${x(m.gzipAfter1, m.floor)} | |`,
+    `| RSS, 1k apps, 10 cycles of 1% change | ≤ 100 MB | | ${mem.rssMb.toFixed(0)} MB (heap ${mem.heapUsedMb.toFixed(0)} MB) | | ${ok(mem.rssMb <= 100)} |`,
+    `| RSS, same, tuned | ≤ 100 MB | | ${memTuned.rssMb.toFixed(0)} MB (heap ${memTuned.heapUsedMb.toFixed(0)} MB) | | ${ok(memTuned.rssMb <= 100)} |`,
+    `| RSS, 1k apps, 10 cycles of 100% change | — | | ${memWorst.rssMb.toFixed(0)} MB | | |`,
+    `| heap over ${c.cycles} churn cycles (10 new apps each) | flat | | ${c.heapBeforeMb.toFixed(1)} → ${c.heapAfterMb.toFixed(1)} MB, series ${c.seriesFirst} → ${c.seriesLast} | | ${ok(c.heapAfterMb <= c.heapBeforeMb * 1.1 + 1)} |`,
+    `| 10k apps: sample + first scrape (p50 / max) | ≪ 15 s | | ${(big.sampleP50 + big.renderP50).toFixed(0)} / ${(big.sampleMax + big.renderMax).toFixed(0)} ms (sample ${big.sampleP50.toFixed(0)}, scrape ${big.renderP50.toFixed(0)}) | | ${ok(big.sampleMax + big.renderMax < 5000)} |`,
+    `| 10k apps: RSS | ≤ 400 MB | | ${big.rssMb.toFixed(0)} MB (tuned ${bigTuned.rssMb.toFixed(0)} MB) | | ${ok(big.rssMb <= 400)} |`,
+    '',
+    `Where the 1k-app heap goes (heap snapshot after the cycles, self size by kind, MB): ${(where.top ?? []).slice(0, 8).map((t) => `${t.what} ${t.mb.toFixed(1)}`).join(', ')}.`,
+  ].join('\n');
+  process.stdout.write(`\n${text}\n`);
+  if (write) writeSection(file, 'metrics-scale', `## /metrics at scale: pre-rendered text vs prom-client (issue 14)\n\n${text}`);
+}
+
 async function main(): Promise<void> {
+  const file = path.resolve(__dirname, '..', '..', 'BENCHMARKS.md');
+  const write = process.env.BENCH_WRITE !== '0';
+  if (process.env.BENCH_ONLY === 'metrics') {
+    await metricsTargets(file, write);
+    return;
+  }
   const sizes = (process.env.BENCH_APPS ?? '100,1000,5000').split(',').map(Number);
   const rows: string[] = [];
   for (const n of sizes) {
@@ -29,8 +81,7 @@ async function main(): Promise<void> {
     ...rows,
   ].join('\n');
   process.stdout.write(`\n${table}\n`);
-  const file = path.resolve(__dirname, '..', '..', 'BENCHMARKS.md');
-  writeSection(file, 'serve-scale', `## Serve sampling and /metrics rendering at scale\n\n${table}`);
+  if (write) writeSection(file, 'serve-scale', `## Serve sampling and /metrics rendering at scale\n\n${table}`);
 
   const evalRows: string[] = [];
   for (const n of sizes) {
@@ -45,7 +96,7 @@ async function main(): Promise<void> {
     ...evalRows,
   ].join('\n');
   process.stdout.write(`\n${evalText}\n`);
-  writeSection(file, 'registration-eval', `## Registration evaluation at scale\n\n${evalText}`);
+  if (write) writeSection(file, 'registration-eval', `## Registration evaluation at scale\n\n${evalText}`);
 
   const cycles = Number(process.env.BENCH_CHURN_CYCLES ?? 10000);
   const c = await churn(cycles);
@@ -57,7 +108,7 @@ async function main(): Promise<void> {
     `| ${c.cycles} | ${c.seriesFirst} | ${c.seriesLast} | ${c.rssBeforeMb.toFixed(0)} → ${c.rssAfterMb.toFixed(0)} MB | ${c.heapBeforeMb.toFixed(1)} → ${c.heapAfterMb.toFixed(1)} MB | ${(c.ms / 1000).toFixed(1)} s |`,
   ].join('\n');
   process.stdout.write(`\n${churnText}\n`);
-  writeSection(file, 'churn', `## App churn: no series left behind\n\n${churnText}`);
+  if (write) writeSection(file, 'churn', `## App churn: no series left behind\n\n${churnText}`);
 
   const hang = await scrapeDuringHang(500);
   const hangText = [
@@ -68,7 +119,8 @@ async function main(): Promise<void> {
     `| ${f(hang.p50)} ms | ${f(hang.p99)} ms | ${f(hang.max)} ms | ${hang.sourceUp} (1 until the timeout expires, then 0) |`,
   ].join('\n');
   process.stdout.write(`\n${hangText}\n`);
-  writeSection(file, 'hang', `## /metrics while an upstream hangs\n\n${hangText}`);
+  if (write) writeSection(file, 'hang', `## /metrics while an upstream hangs\n\n${hangText}`);
+  await metricsTargets(file, write, c);
 }
 
 main().catch((e) => {

@@ -3,6 +3,7 @@ import { Config, ConfigError, loadConfig } from './config/load';
 import type { Logger } from './log';
 import { MetricsRenderer } from './metrics/renderer';
 import type { MetricsSection } from './metrics/section';
+import { loadPersistedState, PersistedStateWriter } from './snapshot/persisted';
 import { SnapshotStore } from './snapshot/store';
 import { TransitionRecorder } from './status-page/transitions';
 import type { Source } from './sources/poller';
@@ -16,6 +17,8 @@ export interface ExporterOptions {
   /** Additional source planners and metric sections (Hypha, watched services). */
   planners?: SourcePlanner[];
   sections?: ((r: Registry) => MetricsSection)[];
+  /** --storage.path: where witnesses and registration history survive a restart (undefined: memory only). */
+  storagePath?: string;
 }
 
 export interface ReloadResult {
@@ -36,6 +39,7 @@ export class Exporter {
   readonly #sources = new Map<string, { fingerprint: string; source: Source }>();
   readonly #planners: SourcePlanner[];
   #firstCycle: Promise<unknown> = Promise.resolve();
+  #stateWriter: PersistedStateWriter | undefined;
   #ready = false;
 
   constructor(private readonly opts: ExporterOptions) {
@@ -54,7 +58,16 @@ export class Exporter {
   /** First load: a bad config throws ConfigError (the CLI exits 2). */
   start(): void {
     const cfg = loadConfig(this.opts.configFile, this.opts.env);
+    if (this.opts.storagePath !== undefined) {
+      const restored = loadPersistedState(this.opts.storagePath, this.opts.log);
+      // Before any source starts: they continue from it in their constructors.
+      if (restored) this.store.update((s) => ({ ...s, restored }));
+      this.#stateWriter = new PersistedStateWriter(this.opts.storagePath, this.store, this.opts.log);
+      this.#stateWriter.start();
+    }
     this.#apply(cfg);
+    // Sources took what they continue from in their constructors; a later reload must not reuse it.
+    if (this.store.get().restored) this.store.update(({ restored: _used, ...rest }) => rest);
     this.metrics.exporter.recordReload(true, Date.now() / 1000);
     this.opts.log.info({ file: cfg.file, ray_clusters: cfg.rayClusters.length }, 'configuration loaded');
   }
@@ -87,6 +100,7 @@ export class Exporter {
   async stop(): Promise<void> {
     await Promise.all([...this.#sources.values()].map((s) => s.source.stop()));
     this.#sources.clear();
+    this.#stateWriter?.stop();
   }
 
   #apply(cfg: Config): void {

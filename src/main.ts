@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     }
   }
   const log = createLogger(flags.logLevel);
-  const exporter = new Exporter({ configFile: flags.configFile, log, ...extensions() });
+  const exporter = new Exporter({ configFile: flags.configFile, log, storagePath: flags.storagePath, ...extensions() });
   try {
     exporter.start();
   } catch (e) {

@@ -6,6 +6,8 @@ export interface Flags {
   configFile: string;
   listenAddress: string;
   webConfigFile?: string;
+  /** Directory for the state that must survive a restart; undefined = memory only. */
+  storagePath?: string;
   logLevel: LogLevel;
   /** --metric-allowlist / --metric-denylist: anchored regexes on metric family names. */
   metricAllowlist?: RegExp[];
@@ -27,6 +29,7 @@ export const FLAG_SPECS: FlagSpec[] = [
   { name: 'config.file', help: 'Path to the YAML configuration file.', default: 'hypha-serve-exporter.yml' },
   { name: 'web.listen-address', help: 'Address to listen on for /metrics and the status page ([host]:port).', default: DEFAULT_LISTEN_ADDRESS },
   { name: 'web.config.file', help: 'Path to a web configuration file (exporter-toolkit format) enabling TLS and/or basic authentication.' },
+  { name: 'storage.path', help: 'Directory where the state that must survive a restart is kept (stale-proxy witnesses, registration history). Unset: memory only, and a restart ends an incident-2 page and forgets why apps are missing.' },
   { name: 'log.level', help: `Only log messages with the given severity or above: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
   { name: 'metric-allowlist', help: 'Comma-separated regexes (anchored) of metric family names to expose; all others are dropped.' },
   { name: 'metric-denylist', help: 'Comma-separated regexes (anchored) of metric family names to drop; wins over the allowlist.' },
@@ -77,6 +80,7 @@ export function parseFlags(argv: readonly string[]): Flags {
     configFile: values.get('config.file') ?? 'hypha-serve-exporter.yml',
     listenAddress,
     webConfigFile: values.get('web.config.file'),
+    storagePath: values.get('storage.path') || undefined,
     logLevel: logLevel as LogLevel,
     metricAllowlist: familyPatterns('metric-allowlist', values.get('metric-allowlist')),
     metricDenylist: familyPatterns('metric-denylist', values.get('metric-denylist')),

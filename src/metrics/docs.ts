@@ -64,7 +64,7 @@ const SERVICES_DOC: Record<string, string> = {
   hypha_serve_service_cached_stale: "1 when that cached id is not among the live providers (the incident-2 condition)",
   hypha_serve_service_client_id_changes_total: "changes of the provider set",
   hypha_serve_service_client_id_last_change_timestamp_seconds: "last provider-set change",
-  hypha_serve_service_canary_reresolves_total: "stale canary dropped and resolved anew (after `canary.reresolve_after`)",
+  hypha_serve_service_canary_reresolves_total: "the canary was replaced by a fresh resolution when its witness ended (holders agree, `witness_max`, operator release)",
   hypha_serve_service_call_duration_seconds: "probe calls through the cached and a fresh proxy; outcome ok, timeout, not_found, never_sent, error",
   hypha_serve_service_probe_success: "1 if the last probe through that path succeeded",
 };

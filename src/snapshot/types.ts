@@ -1,5 +1,6 @@
 import type { WatchedServiceSample } from './services';
 import type { HyphaSample } from '../registration/types';
+import type { Restored } from './persisted';
 
 // The typed snapshot: everything sources learned in their latest sample.
 // Sources write it; metrics, the status page and the JSON API only read it.
@@ -143,8 +144,10 @@ export interface Snapshot {
   ray: ReadonlyMap<string, RayClusterSample>;
   /** Watched services by configured id (issue 4). */
   services?: ReadonlyMap<string, WatchedServiceSample>;
-  /** The Hypha registry and per-app registration (issue 3). */
+  /** The Hypha registry and per-app registration. */
   hypha?: HyphaSample;
+  /** State saved before a restart (--storage.path), for sources to continue from; never rendered. */
+  restored?: Restored;
 }
 
 /** Health of every upstream in the snapshot (each source adds its own part here). */

@@ -44,6 +44,8 @@ export interface Stack {
   exporter: Proc;
   exporterUrl: string;
   exporterConfigFile: string;
+  /** The exporter's --storage.path (witnesses and registration history survive its restart). */
+  exporterStoragePath: string;
   /** The Hypha root token in a 0600 file, for app proxies that register themselves. */
   hyphaTokenFile: string;
   prometheus: PrometheusServer;
@@ -106,10 +108,12 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     const hyphaTokenFile = path.join(dir, 'hypha-token');
     fs.writeFileSync(hyphaTokenFile, hypha.rootToken, { mode: 0o600 });
     const exporterConfigFile = path.join(dir, 'exporter.yml');
+    const exporterStoragePath = path.join(dir, 'data');
     fs.writeFileSync(exporterConfigFile, exporterConfig(o, hypha, ray));
     const port = await freePort();
     const exporter = startProc('stack-exporter', process.execPath, [
       path.join(repoRoot(), 'dist', 'src', 'main.js'), `--config.file=${exporterConfigFile}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=debug',
+      `--storage.path=${exporterStoragePath}`,
     ], { env: { ...process.env, HYPHA_TOKEN: hypha.rootToken } });
     started.push(exporter);
     const exporterUrl = `http://127.0.0.1:${port}`;
@@ -129,7 +133,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     started.push(prometheus);
     await prometheus.waitForTargetsUp(60_000, EXPORTER_JOB);
     log(`[stack ${since()}] Prometheus ${prometheus.url} scraping the exporter, rules loaded`);
-    return { hypha, ray, exporter, exporterUrl, exporterConfigFile, hyphaTokenFile, prometheus, alertmanager, receiver, pagesLog, stop: async () => { await stopAll(); fs.rmSync(dir, { recursive: true, force: true }); if (rules.dir) fs.rmSync(rules.dir, { recursive: true, force: true }); } };
+    return { hypha, ray, exporter, exporterUrl, exporterConfigFile, exporterStoragePath, hyphaTokenFile, prometheus, alertmanager, receiver, pagesLog, stop: async () => { await stopAll(); fs.rmSync(dir, { recursive: true, force: true }); if (rules.dir) fs.rmSync(rules.dir, { recursive: true, force: true }); } };
   } catch (e) {
     await stopAll();
     throw e;

@@ -159,6 +159,7 @@ describe('pages survive a flaky upstream, a reload and an exporter restart', () 
     }
     restarted = startProc('continuity-exporter', process.execPath, [
       path.join(repoRoot(), 'dist', 'src', 'main.js'), `--config.file=${stack.exporterConfigFile}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=debug',
+      `--storage.path=${stack.exporterStoragePath}`,
     ], { env: { ...process.env, HYPHA_TOKEN: stack.hypha.rootToken } });
     await waitFor('restarted exporter scraped', async () => (await stack.prometheus.vector(`up{job="${EXPORTER_JOB}"} == 1`)).length > 0, 60_000, 500);
     const watchUntil = Date.now() + 20_000;
@@ -167,9 +168,13 @@ describe('pages survive a flaky upstream, a reload and an exporter restart', () 
       await sleep(500);
     }
     expect(gaps).toEqual([]);
-    // Still unregistered after the restart; the exporter cannot know this app's history any more and says so.
+    // Still unregistered after the restart, with the cause and the spell saved before it (--storage.path):
+    // without the state the exporter could only say missing_history_unknown.
     const state = await stack.prometheus.vector(`hypha_serve_app_registration_state{app="${LONELY}"} == 1`);
-    expect(['missing_history_unknown', 'missing_never_registered']).toContain(state[0]?.metric.state);
+    expect(state[0]?.metric.state).toBe('missing_never_registered');
+    const since = await stack.prometheus.vector(`hypha_serve_app_unregistered_since_timestamp_seconds{app="${LONELY}"}`);
+    expect(Number(since[0]?.value[1]) * 1000).toBeLessThan(t0);
+    expect(restarted.output()).toContain('continuing from the state saved before the restart');
     expect(resolvedSince('HyphaServeAppRunningNotRegistered', t0, { app: LONELY })).toBe(0);
   });
 

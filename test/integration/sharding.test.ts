@@ -66,6 +66,8 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
     fs.writeFileSync(path.join(tokenDir, 'hypha-token'), hypha.rootToken, { mode: 0o600 });
     receiver = await startWebhookReceiver(path.join(artifactsDir(), `pages-sharding-${Date.now()}.log`));
     am = await startAlertmanager({ webhookBase: receiver.url, groupWait: '1s', groupInterval: '2s', repeatInterval: '1h' });
+    // Serve running on both clusters (west with no apps): the dashboards list clusters by their proxies.
+    await Promise.all([rayEast.deploy({ applications: [] }), rayWest.deploy({ applications: [] })]);
     const env = { HYPHA_TOKEN: hypha.rootToken };
     [exp.east, exp.west] = await Promise.all([
       startExporter('shard-east', shardConfig([{ name: 'east', ray: rayEast }], hypha.url), env),
@@ -114,6 +116,7 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
 
   test('each cluster is reported by exactly one shard, under that shard\'s job; the dashboards\' variables list both', async () => {
     await waitFor('both shards sampled their clusters', async () => (await prom.vector('hypha_serve_source_up{source="ray"} == 1')).length === 2, 60_000, 500);
+    await waitFor('both clusters\' Serve proxies seen', async () => (await prom.vector('group by (ray_cluster) (hypha_serve_proxy_status)')).length === 2, 120_000, 500);
     const up = await prom.vector('hypha_serve_source_up{source="ray"}');
     expect(up.map((s) => [s.metric.job, s.metric.target]).sort()).toEqual([[EAST, 'east'], [WEST, 'west']]);
     // Both shards sample the Hypha registry, each under its own job (west cannot reach it).

@@ -82,6 +82,9 @@ export class HyphaSource implements Source {
       this.#tracker.seed(this.#apps);
       this.#inheritedCounts = { reconnects: previous.reconnectsTotal, events: { ...previous.eventsTotal } };
       Object.assign(this.#eventsTotal, previous.eventsTotal);
+    } else {
+      const restored = store.get().restored?.registration;
+      if (restored) this.#tracker.restore(restored);
     }
     this.#mappings = new Map(opts.rayClusters.map((c) => [c, opts.registration.clusters.find((m) => m.cluster === c) ?? defaultClusterMapping(c)]));
     this.#client = new HyphaClient({

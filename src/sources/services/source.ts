@@ -68,7 +68,7 @@ export class WatchedServiceSource implements Source {
       this.#lastResolved = { clientId: prev.resolvedClientId, error: prev.resolveError };
     }
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
-    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, prev);
+    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, prev, store.get().restored?.witnesses.get(cfg.service));
     this.#client = new HyphaClient({
       ...conn.options,
       callTimeoutMs: cfg.timeoutMs,

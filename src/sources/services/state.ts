@@ -127,6 +127,8 @@ export class WatchState {
     private readonly holderSpecs: readonly HolderSpec[] = [],
     /** The previous source's last sample (a reload): counters, histograms and the witness continue. */
     seed?: WatchedServiceSample,
+    /** A witness saved before an exporter restart (--storage.path): the page must not end with the process. */
+    restoredWitness?: Canary,
   ) {
     this.#canaryOpts = canary;
     // Zero series for the configured probes so rate() sees the first failure.
@@ -136,6 +138,7 @@ export class WatchState {
     if (probeMethod !== undefined) for (const via of CALL_VIAS) zero(probeMethod, via);
     for (const h of holderSpecs) if (h.probeMethod !== undefined) zero(h.probeMethod, 'holder', h.name);
     if (seed) this.#continueFrom(seed);
+    else if (restoredWitness && canary.enabled) this.#canary = { ...restoredWitness };
   }
 
   #continueFrom(seed: WatchedServiceSample): void {

@@ -1,0 +1,164 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import type { Logger } from '../log';
+import type { RegistrationHistory } from '../registration/types';
+import { REGISTRATION_STATES } from '../registration/types';
+import type { CanaryRecord } from './services';
+import type { SnapshotStore } from './store';
+import type { Snapshot } from './types';
+
+// The little state that must survive an exporter restart, or a restart would end a page the
+// exporter cannot re-derive: the stale canary of a watched service (the incident-2 witness: a
+// fresh resolution after the restart no longer points at the old client id) and each app's
+// registration history (whether it was ever registered, since when it is missing), without which
+// the cause after a restart can only be "history unknown". Health and data are not persisted:
+// after a restart nothing is claimed up before it was sampled again.
+
+export const STATE_FILE = 'state.json';
+/** Older state describes a world the exporter did not watch long enough to continue it. */
+export const MAX_RESTORE_AGE_SECONDS = 15 * 60;
+const SAVE_DEBOUNCE_MS = 2000;
+
+const canarySchema = z.object({
+  fullId: z.string(),
+  clientId: z.string(),
+  sinceSeconds: z.number(),
+  staleSinceSeconds: z.number().optional(),
+});
+
+const historySchema = z.object({
+  deployedSeconds: z.number().optional(),
+  birthObserved: z.boolean(),
+  everRegistered: z.boolean(),
+  registered: z.boolean().optional(),
+  missingSinceSeconds: z.number().optional(),
+  spellAfterReconnect: z.boolean().optional(),
+  providerClientId: z.string().optional(),
+  clientIdChanges: z.number().int().min(0),
+  lastEvaluatedSeconds: z.number().optional(),
+  lastState: z.enum(REGISTRATION_STATES).optional(),
+  wokeSeconds: z.number().optional(),
+  workerClientId: z.string().optional(),
+});
+
+const stateSchema = z.object({
+  version: z.literal(1),
+  savedSeconds: z.number(),
+  witnesses: z.record(z.string(), canarySchema),
+  registration: z.array(z.object({ cluster: z.string(), app: z.string(), history: historySchema })),
+});
+
+export type PersistedState = z.infer<typeof stateSchema>;
+
+/** What a restart continues from (absent parts: nothing to continue). */
+export interface Restored {
+  savedSeconds: number;
+  /** Stale canaries by watched service id. */
+  witnesses: ReadonlyMap<string, CanaryRecord>;
+  /** Registration history by `${cluster}\u0000${app}`. */
+  registration: ReadonlyMap<string, RegistrationHistory>;
+}
+
+export function registrationKey(cluster: string, app: string): string {
+  return `${cluster}\u0000${app}`;
+}
+
+/** The persisted part of a snapshot: witnesses only while stale, histories of every evaluated app. */
+export function persistedStateOf(s: Snapshot, nowSeconds: number): PersistedState {
+  const witnesses: PersistedState['witnesses'] = {};
+  for (const [service, w] of s.services ?? []) {
+    if (w.canary?.staleSinceSeconds !== undefined) witnesses[service] = { ...w.canary };
+  }
+  const registration = (s.hypha?.apps ?? []).map((a) => ({ cluster: a.cluster, app: a.app, history: a.history }));
+  return { version: 1, savedSeconds: nowSeconds, witnesses, registration };
+}
+
+/** Reads the state file; a missing, unreadable, malformed or too old file restores nothing (and says why). */
+export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.now() / 1000): Restored | undefined {
+  const file = path.join(dir, STATE_FILE);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ file, error: (e as Error).message }, 'cannot read the state file; starting without history');
+    return undefined;
+  }
+  let parsed: PersistedState;
+  try {
+    parsed = stateSchema.parse(JSON.parse(text));
+  } catch (e) {
+    log.warn({ file, error: e instanceof z.ZodError ? e.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 3).join('; ') : (e as Error).message }, 'ignoring a malformed state file; starting without history');
+    return undefined;
+  }
+  const age = nowSeconds - parsed.savedSeconds;
+  if (age > MAX_RESTORE_AGE_SECONDS) {
+    log.info({ file, age_seconds: Math.round(age) }, 'state file too old to continue from; starting without history');
+    return undefined;
+  }
+  log.info({ file, age_seconds: Math.round(age), witnesses: Object.keys(parsed.witnesses).length, apps: parsed.registration.length }, 'continuing from the state saved before the restart');
+  return {
+    savedSeconds: parsed.savedSeconds,
+    witnesses: new Map(Object.entries(parsed.witnesses)),
+    registration: new Map(parsed.registration.map((r) => [registrationKey(r.cluster, r.app), r.history])),
+  };
+}
+
+/**
+ * Writes the persisted part of the snapshot when it changes (debounced; atomically via rename) and
+ * once more on stop. A directory that cannot be written is reported once and otherwise ignored:
+ * losing history must not stop the exporter.
+ */
+export class PersistedStateWriter {
+  #timer: NodeJS.Timeout | undefined;
+  #last = '';
+  #lastWriteMs = 0;
+  #failing = false;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly dir: string,
+    private readonly store: SnapshotStore,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.#unsubscribe = this.store.onChange(() => {
+      if (this.#timer) return;
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        this.flush();
+      }, SAVE_DEBOUNCE_MS);
+      this.#timer.unref();
+    });
+  }
+
+  stop(): void {
+    this.#unsubscribe?.();
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.flush();
+  }
+
+  flush(): void {
+    const state = persistedStateOf(this.store.get(), Date.now() / 1000);
+    // savedSeconds moves every time; compare the content without it, but refresh the file now and
+    // then so that an unchanged state does not look too old to continue from.
+    const content = JSON.stringify({ ...state, savedSeconds: 0 });
+    if (content === this.#last && Date.now() - this.#lastWriteMs < 60_000) return;
+    const file = path.join(this.dir, STATE_FILE);
+    const tmp = `${file}.${process.pid}.tmp`;
+    try {
+      fs.mkdirSync(this.dir, { recursive: true });
+      fs.writeFileSync(tmp, JSON.stringify(state), { mode: 0o600 });
+      fs.renameSync(tmp, file);
+      this.#last = content;
+      this.#lastWriteMs = Date.now();
+      if (this.#failing) this.log.info({ file }, 'state file written again');
+      this.#failing = false;
+    } catch (e) {
+      if (!this.#failing) this.log.warn({ file, error: (e as Error).message }, 'cannot write the state file; a restart will lose witnesses and registration history');
+      this.#failing = true;
+    }
+  }
+}

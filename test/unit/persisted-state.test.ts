@@ -1,0 +1,118 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Exporter } from '../../src/exporter';
+import type { AppRegistration, HyphaSample } from '../../src/registration/types';
+import { RegistrationTracker, TrackerInput, ProviderIndex } from '../../src/registration/tracker';
+import { loadPersistedState, MAX_RESTORE_AGE_SECONDS, persistedStateOf, PersistedStateWriter, registrationKey, STATE_FILE } from '../../src/snapshot/persisted';
+import type { WatchedServiceSample } from '../../src/snapshot/services';
+import { SnapshotStore } from '../../src/snapshot/store';
+import { newSourceHealth } from '../../src/snapshot/types';
+import { WatchState } from '../../src/sources/services/state';
+import type { ServeApp } from '../../src/snapshot/types';
+import { memoryLogger } from '../helpers/exporter';
+
+// Issue 12 #5: what must survive an exporter restart so that the restart neither ends a page
+// (the incident-2 witness) nor makes the exporter claim a cause it cannot know.
+
+const idle: ServeApp = {
+  name: 'a', status: 'RUNNING', messagePresent: false, message: '', routePrefix: null, lastDeployedSeconds: 1000,
+  deployments: [
+    { name: 'ProxyDeployment', status: 'HEALTHY', messagePresent: false, replicas: { RUNNING: 1 }, autoscaling: false, scaledToZero: false },
+    { name: 'Model', status: 'HEALTHY', messagePresent: false, replicas: { RUNNING: 0 }, autoscaling: true, scaledToZero: true },
+  ],
+};
+const exp = new Map([['a', { cluster: 'c', app: 'a', mapping: 'bioengine' as const, workspace: 'ws', clientId: 'p', serviceId: 'a', label: 'ws/p:a' }]]);
+const input = (now: number, startedSeconds: number): TrackerInput => ({ nowSeconds: now, startedSeconds, connectedSeconds: startedSeconds, afterReconnect: false, settleMs: 90_000 });
+
+function tmp(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'state-'));
+}
+
+function storeWith(apps: AppRegistration[], canaryStale: boolean): SnapshotStore {
+  const store = new SnapshotStore();
+  const hypha: HyphaSample = { target: 'main', health: newSourceHealth('hypha', 'main'), reconnectsTotal: 0, generation: 1, apps, workers: [], servicesByWorkspace: {}, eventsTotal: {} };
+  const w = {
+    service: 'public/artifact-manager',
+    health: newSourceHealth('hypha_service', 'public/artifact-manager'),
+    cached: [], calls: [], lastProbes: {}, clientIdChangesTotal: 0, canaryReresolvesTotal: 0,
+    canary: { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, ...(canaryStale ? { staleSinceSeconds: 200 } : {}) },
+  } as unknown as WatchedServiceSample;
+  store.update((s) => ({ ...s, hypha, services: new Map([[w.service, w]]) }));
+  return store;
+}
+
+describe('state that survives a restart', () => {
+  it('round trip: the stale canary and every app history are restored; a fresh canary is not a witness', () => {
+    const t = new RegistrationTracker();
+    t.evaluateCluster('c', [idle], exp, new ProviderIndex([{ id: 'ws/p:a', workspace: 'ws', clientId: 'p', serviceId: 'a' }]), input(1100, 500));
+    const apps = t.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1200, 500));
+    const dir = tmp();
+    const { log } = memoryLogger();
+    const w = new PersistedStateWriter(dir, storeWith(apps, true), log);
+    w.flush();
+    const restored = loadPersistedState(dir, log, Date.now() / 1000 + 5);
+    expect(restored?.witnesses.get('public/artifact-manager')).toEqual({ fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, staleSinceSeconds: 200 });
+    const history = restored?.registration.get(registrationKey('c', 'a'));
+    expect(history).toMatchObject({ everRegistered: true, missingSinceSeconds: 1200 });
+    expect(persistedStateOf(storeWith(apps, false).get(), 1).witnesses).toEqual({});
+
+    // A new tracker (a new process) continues the spell and still knows the cause.
+    const next = new RegistrationTracker();
+    next.restore(restored?.registration ?? new Map());
+    expect(next.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1300, 1290))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
+    // Without it: the honest cause, and the spell restarts.
+    expect(new RegistrationTracker().evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1300, 1290))[0]).toMatchObject({ state: 'missing_history_unknown', unregisteredSinceSeconds: 1300 });
+  });
+
+  it('a restored witness stays the canary and stays stale while its id is not a provider', () => {
+    const st = new WatchState({ enabled: true }, 'list', [], undefined, { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, staleSinceSeconds: 200 });
+    expect(st.adoptCanaryIfNone({ fullId: 'public/new:artifact-manager', clientId: 'new' }, 300)).toBe(false);
+    st.applyRegistry({ nowSeconds: 300, providers: ['new'], resolved: { fullId: 'public/new:artifact-manager', clientId: 'new' } });
+    expect(st.cached[0]).toMatchObject({ holder: 'exporter', clientId: 'old', stale: true, staleSinceSeconds: 200 });
+  });
+
+  it('restores nothing from a missing, malformed or too old file, and says why', () => {
+    const { log, lines } = memoryLogger();
+    const dir = tmp();
+    expect(loadPersistedState(dir, log)).toBeUndefined();
+    expect(lines).toEqual([]);
+    fs.writeFileSync(path.join(dir, STATE_FILE), '{"version": 1, "witnesses": 3}');
+    expect(loadPersistedState(dir, log)).toBeUndefined();
+    expect(lines.some((l) => l.includes('ignoring a malformed state file'))).toBe(true);
+    const old = { version: 1, savedSeconds: Date.now() / 1000 - MAX_RESTORE_AGE_SECONDS - 60, witnesses: {}, registration: [] };
+    fs.writeFileSync(path.join(dir, STATE_FILE), JSON.stringify(old));
+    expect(loadPersistedState(dir, log)).toBeUndefined();
+    expect(lines.some((l) => l.includes('too old'))).toBe(true);
+  });
+
+  it('an unwritable directory is reported once and does not stop anything', () => {
+    const { log, lines } = memoryLogger();
+    const dir = tmp();
+    const file = path.join(dir, 'not-a-dir');
+    fs.writeFileSync(file, 'x');
+    const w = new PersistedStateWriter(file, storeWith([], true), log);
+    w.flush();
+    w.flush();
+    expect(lines.filter((l) => l.includes('cannot write the state file'))).toHaveLength(1);
+  });
+
+  it('the exporter writes the file on stop and a new exporter continues from it (--storage.path)', async () => {
+    const dir = tmp();
+    const cfg = path.join(dir, 'c.yml');
+    fs.writeFileSync(cfg, 'ray_clusters: []\n');
+    const { log } = memoryLogger();
+    const a = new Exporter({ configFile: cfg, log, storagePath: path.join(dir, 'data') });
+    a.start();
+    a.store.update((s) => ({ ...s, ...storeWith([], true).get(), version: s.version }));
+    await a.stop();
+    expect(JSON.parse(fs.readFileSync(path.join(dir, 'data', STATE_FILE), 'utf8')).witnesses).toHaveProperty(['public/artifact-manager']);
+    const { log: log2, lines } = memoryLogger();
+    const b = new Exporter({ configFile: cfg, log: log2, storagePath: path.join(dir, 'data') });
+    b.start();
+    expect(lines.some((l) => l.includes('continuing from the state saved before the restart'))).toBe(true);
+    // Consumed at start: a later reload does not continue from it again.
+    expect(b.store.get().restored).toBeUndefined();
+    await b.stop();
+  });
+});
