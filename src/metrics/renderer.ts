@@ -135,11 +135,6 @@ export class MetricsRenderer {
     this.#bodies.clear();
   }
 
-  /** Names of the families currently rendered (after the filter), legacy sections included once rendered. */
-  get familyNames(): string[] {
-    return [...this.#dynamic, ...this.#static.map((x) => x.f)].map((f) => f.name).concat(this.#legacyFamilies.map((f) => f.name));
-  }
-
   /** Brings the caches up to date with the snapshot (nothing to do when it did not move). */
   async sync(): Promise<void> {
     while (this.store.get().version !== this.#version) {
@@ -155,7 +150,8 @@ export class MetricsRenderer {
     const s = this.store.get();
     const mark = ++this.#mark;
     const now = Date.now() / 1000;
-    for (const [scope, cache] of this.#caches) {
+    const caches = this.#caches;
+    for (const [scope, cache] of caches) {
       for (const u of units(s, scope, now, {})) {
         const e = cache.entries.get(u.key);
         if (e && sameData(e.data, u.data, u.skip)) {
@@ -185,6 +181,8 @@ export class MetricsRenderer {
         if (familyEnabled(m.name, this.#filter)) legacy.push(m as unknown as LegacyFamily);
       }
     }
+    // A filter set meanwhile replaced the caches: they stay unfilled and the next sync fills them.
+    if (caches !== this.#caches) return;
     this.#legacyFamilies = legacy;
     this.#bodies.clear();
     this.#version = s.version;

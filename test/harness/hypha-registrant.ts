@@ -240,3 +240,32 @@ export async function deleteWorkspace(serverUrl: string, rootToken: string, work
     await server.disconnect();
   }
 }
+
+export interface WorkerProcess {
+  proc: Proc;
+  serviceId: string;
+  stop(): Promise<void>;
+}
+
+/** A worker stand-in in its own process (test/harness/worker-process.ts), to be frozen with SIGSTOP. */
+export async function startWorkerProcess(opts: { serverUrl: string; token: string; clientId: string }): Promise<WorkerProcess> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'worker-'));
+  const tokenFile = path.join(dir, 'token');
+  fs.writeFileSync(tokenFile, opts.token, { mode: 0o600 });
+  const proc = startProc('worker-process', process.execPath, [path.join(repoRoot(), 'dist', 'test', 'harness', 'worker-process.js')], {
+    env: { ...process.env, HYPHA_URL: opts.serverUrl, HYPHA_TOKEN_FILE: tokenFile, WORKER_CLIENT_ID: opts.clientId },
+  });
+  const serviceId = await waitFor('worker process ready', async () => {
+    if (proc.child.exitCode !== null) throw new Error(`worker-process exited: ${proc.output().slice(-2000)}`);
+    return /^READY (\S+)$/m.exec(proc.output())?.[1];
+  }, 30_000, 50);
+  return {
+    proc,
+    serviceId,
+    async stop() {
+      try { process.kill(-proc.pid, 'SIGCONT'); } catch { /* gone */ }
+      await proc.stop('SIGTERM', 5000);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

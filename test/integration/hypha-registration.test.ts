@@ -8,7 +8,7 @@ import { planHyphaRegistration } from '../../src/sources/hypha/planner';
 import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, newRootToken, startHypha } from '../harness/hypha';
-import { Registrant, startRegistrant } from '../harness/hypha-registrant';
+import { Registrant, startRegistrant, startWorkerProcess } from '../harness/hypha-registrant';
 import { freePort } from '../harness/ports';
 import { waitFor } from '../harness/proc';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
@@ -242,6 +242,27 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     expect(seriesValue(after, 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'connect' })).toBe(connectErrors);
     expect(seriesValue(after, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
     expect(seriesValue(after, 'hypha_serve_source_interval_seconds', { source: 'hypha', target: 'local' })).toBe(3);
+  });
+
+  it('a frozen BioEngine worker that Hypha still lists times out alone: the registry connection is not rebuilt', async () => {
+    const worker = await startWorkerProcess({ serverUrl: hypha.url, token: hypha.rootToken, clientId: 'frozen-worker' });
+    try {
+      const text = configText({ url: hypha.url, tokenFile: tokenFile() }).replace('hypha_registration:\n', 'hypha_registration:\n  workers: {interval: 1s, timeout: 1s}\n');
+      const ex = runExporter(text, 'frozen');
+      await waitFor('worker answers', async () => seriesValue(await ex.scrape(), 'hypha_serve_worker_up', { worker: worker.serviceId }) === 1, 60_000, 100);
+      process.kill(worker.proc.pid, 'SIGSTOP');
+      await waitFor('worker down', async () => seriesValue(await ex.scrape(), 'hypha_serve_worker_up', { worker: worker.serviceId }) === 0, 30_000, 100);
+      // Several more cycles against the frozen worker (1 s each, 1 s timeout).
+      await new Promise((r) => setTimeout(r, 6000));
+      const t = await ex.scrape();
+      expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
+      expect(seriesValue(t, 'hypha_serve_hypha_reconnects_total', { target: 'local' })).toBe(0);
+      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(1);
+      expect(seriesValue(t, 'hypha_serve_app_registered', { app: APP })).toBe(0);
+      expect(ex.lines.some((l) => l.includes('makes the connection suspect'))).toBe(false);
+    } finally {
+      await worker.stop();
+    }
   });
 
   it('wrong token: clear log line, source_up 0 (reason auth), no registration series; a fixed token file and a reload recover', async () => {

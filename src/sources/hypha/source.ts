@@ -14,7 +14,7 @@ import { Poller, Source } from '../poller';
 import { HyphaClient, HyphaConnection } from './client';
 import { HyphaError, sampleReason, toHyphaError } from './errors';
 import { RegistryView } from './registry-view';
-import type { HyphaEvent, HyphaEventType } from './types';
+import { HyphaEvent, HyphaEventType, parseServiceId } from './types';
 
 export const HYPHA_SOURCE_KIND = 'hypha' as const;
 
@@ -253,17 +253,19 @@ export class HyphaSource implements Source {
     const previous = new Map(this.#workers.map((w) => [w.worker, w]));
     const samples = await Promise.all(
       this.#workerIds().map(async (worker): Promise<WorkerSample> => {
-        const slash = worker.indexOf('/');
-        const colon = worker.indexOf(':', slash);
-        const base: WorkerSample = { worker, workspace: worker.slice(0, slash), clientId: worker.slice(slash + 1, colon), up: false, apps: [] };
+        const ids = parseServiceId(worker);
+        const base: WorkerSample = { worker, workspace: ids?.workspace ?? '', clientId: ids?.clientId ?? '', up: false, apps: [] };
         try {
-          const svc = await conn.getService(worker, { timeoutMs });
-          const status = parseWorkerStatus(await svc.call('get_status', [], { timeoutMs }));
+          // Called at the worker's explicit id, not through getService: resolving asks the provider
+          // itself, so a frozen worker that Hypha still lists would time out a manager call and make
+          // the registry connection look broken (a rebuild, and every registration withheld while it
+          // settles). A call at the id only times out this worker.
+          const status = parseWorkerStatus(await conn.callDirect(worker, 'get_status', [], { timeoutMs }));
           if (!status) throw new HyphaError('schema', 'get_status', 'get_status: unexpected answer');
           let apps: WorkerSample['apps'] = [];
           let error: string | undefined;
           try {
-            const parsed = parseWorkerApps(await svc.call('get_app_status', [], { timeoutMs, kwargs: { logs_tail: logsTail } }));
+            const parsed = parseWorkerApps(await conn.callDirect(worker, 'get_app_status', [], { timeoutMs, kwargs: { logs_tail: logsTail } }));
             if (!parsed) throw new HyphaError('schema', 'get_app_status', 'get_app_status: unexpected answer');
             apps = parsed;
           } catch (e) {
