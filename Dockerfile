@@ -52,7 +52,11 @@ COPY deploy/container/config.yml /etc/hypha-serve-exporter/config.yml
 # Nothing runs a shell at run time (exec-form entrypoint and healthcheck); removing it leaves an attacker
 # who gets code execution with one tool fewer. Last build step: nothing after it needs /bin/sh.
 RUN ["/bin/rm", "-f", "/bin/sh", "/bin/bash", "/bin/dash", "/usr/bin/sh", "/usr/bin/bash", "/usr/bin/dash", "/bin/rbash", "/usr/bin/rbash"]
+# Memory: a small young generation and glibc returning large blocks keep RSS near the live heap
+# (measured: 182 → 97 MB at 1,000 apps, BENCHMARKS.md).
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--max-semi-space-size=1 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
     HYPHA_SERVE_EXPORTER_REVISION=${REVISION}
 USER 10001:10001
 # Witnesses of stale proxies and registration history survive a container restart here (--storage.path).

@@ -42,6 +42,7 @@ async function main(): Promise<void> {
   }
   const log = createLogger(flags.logLevel);
   const exporter = new Exporter({ configFile: flags.configFile, log, storagePath: flags.storagePath, ...extensions() });
+  exporter.metrics.setFilter({ allow: flags.metricAllowlist, deny: flags.metricDenylist });
   try {
     exporter.start();
   } catch (e) {
