@@ -131,8 +131,8 @@ describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers pa
     await ray.deploy({ applications: [buggyApp('ha-buggy')] });
     await waitFor('ha-buggy registered', async () => (await registration(proms[0], 'ha-buggy')).includes('registered'), 300_000, 500);
     await waitFor('ha-buggy deregistered at zero', async () => (await registration(proms[0], 'ha-buggy')).includes('missing_scaled_to_zero'), 300_000, 250);
-    // Both exporters saw it: two series before aggregation, which the rules must merge.
-    for (const p of proms) expect((await p.vector('hypha_serve_app_registration_state{app="ha-buggy",state="missing_scaled_to_zero"} == 1')).length).toBe(2);
+    // Both exporters see it (each on its own sampling clock): two series before aggregation, which the rules must merge.
+    for (const p of proms) await waitFor('both replicas report ha-buggy missing', async () => (await p.vector('hypha_serve_app_registration_state{app="ha-buggy",state="missing_scaled_to_zero"} == 1')).length === 2, 30_000, 250);
     const page = await firstPage(NOTIFY, t0, { app: 'ha-buggy' }, 300_000);
     const fault = (await missingSince(proms[1], 'ha-buggy')) ?? t0;
     recordTime('HA pair: incident 1a', NOTIFY, page.receivedAt - fault);
@@ -158,6 +158,7 @@ describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers pa
     await ray.deploy({ applications: [bioengineApp({ name: 'ha-buggy', behaviour: 'buggy_deregister_at_zero', hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, downscaleDelayS: 20, minReplicas: 1 })] });
     await waitFor('ha-buggy resolved', async () => resolved(NOTIFY, t1, { app: 'ha-buggy' }).length > 0, 300_000, 500);
     log(`incident 1a resolved ${((Date.now() - t1) / 1000).toFixed(1)} s after min_replicas: 1 was deployed`);
+    await waitFor('ha-buggy registered again', async () => (await registration(proms[1], 'ha-buggy')).every((st) => st === 'registered') && (await registration(proms[1], 'ha-buggy')).length === 2, 180_000, 500);
     await sleep(DUPLICATE_WINDOW_MS);
     expect(resolved(NOTIFY, t1, { app: 'ha-buggy' })).toHaveLength(1);
     expect(firing(NOTIFY, t0, { app: 'ha-buggy' })).toHaveLength(1);
@@ -172,7 +173,7 @@ describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers pa
     const page = await firstPage(STALE, t0, { service: 'public/artifact-manager', holder: 'exporter' }, 240_000);
     recordTime('HA pair: incident 2', STALE, page.receivedAt - t0);
     log(`incident 2 paged ${((page.receivedAt - t0) / 1000).toFixed(1)} s after the Hypha restart`);
-    for (const p of proms) expect((await p.vector('hypha_serve_service_cached_stale{service="public/artifact-manager",holder="exporter"} == 1')).length).toBe(2);
+    for (const p of proms) await waitFor('both replicas witness the stale proxy', async () => (await p.vector('hypha_serve_service_cached_stale{service="public/artifact-manager",holder="exporter"} == 1')).length === 2, 30_000, 250);
     await sleep(DUPLICATE_WINDOW_MS);
     const pages = firing(STALE, t0, { service: 'public/artifact-manager' });
     expect(pages).toHaveLength(1);
