@@ -1,4 +1,4 @@
-import type { SourceHealth } from '../snapshot/types';
+import type { SourceHealth } from '../snapshot/health';
 
 // What the Hypha source publishes into the snapshot (Snapshot.hypha).
 

@@ -2,9 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../log';
-import type { RegistrationHistory } from '../registration/types';
 import { REGISTRATION_STATES } from '../registration/types';
-import type { CanaryRecord } from './services';
+import type { Restored } from './restored';
 import type { SnapshotStore } from './store';
 import type { Snapshot } from './types';
 
@@ -50,15 +49,6 @@ const stateSchema = z.object({
 });
 
 export type PersistedState = z.infer<typeof stateSchema>;
-
-/** What a restart continues from (absent parts: nothing to continue). */
-export interface Restored {
-  savedSeconds: number;
-  /** Stale canaries by watched service id. */
-  witnesses: ReadonlyMap<string, CanaryRecord>;
-  /** Registration history by `${cluster}\u0000${app}`. */
-  registration: ReadonlyMap<string, RegistrationHistory>;
-}
 
 export function registrationKey(cluster: string, app: string): string {
   return `${cluster}\u0000${app}`;

@@ -1,4 +1,4 @@
-import type { SourceHealth } from './types';
+import type { SourceHealth } from './health';
 
 // Snapshot part of the watched-services source (issue 4): per configured
 // service, who provides it now, which client id a fresh resolution gives,
