@@ -466,8 +466,8 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
         alert('HyphaServeAppRunningNotRegistered', {
           comment:
             'Identity (ray_cluster, app, hypha): the expected service id changes while the condition holds (a worker restart), so ' +
-            'it is in the text only. for: longer than BioEngine\'s own recovery cycle (30 s re-register backoff, 60 s ' +
-            'reachability probe, 30 s reconnect grace, plus startup).',
+            'it is in the text only. for: longer than BioEngine\'s own recovery cycle (its proxy registers from ' +
+            'check_health every 10 s, after hypha-rpc\'s reconnect backoff of up to 60 s ±10 %).',
           expr: `${held(REC.runningNotRegistered)} == 1\n`,
           annotations: {
             summary: 'Serve app is RUNNING but its Hypha service is not registered.',

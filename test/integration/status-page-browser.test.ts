@@ -136,9 +136,9 @@ watched_services:
   function buggyApp(): ServeAppConfig {
     const base = rayAppConfig('bioengine-like.yaml').applications[0];
     const deployments = (base.deployments ?? []).map((d) => d.name === 'ProxyDeployment'
-      ? { ...d, user_config: { behaviour: 'buggy_deregister_at_zero', poll_s: 1, server_url: hypha.url, token_file: tokenFile, client_id_prefix: PREFIX } }
+      ? { ...d, user_config: { behaviour: 'buggy_deregister_at_zero', server_url: hypha.url, token_file: tokenFile, client_id_prefix: PREFIX } }
       // Long enough at one replica for the registration to be seen before it goes.
-      : { ...d, autoscaling_config: { ...(d.autoscaling_config as Record<string, unknown>), downscale_delay_s: 15, downscale_to_zero_delay_s: 15 } });
+      : { ...d, autoscaling_config: { ...(d.autoscaling_config as Record<string, unknown>), downscale_delay_s: 30, downscale_to_zero_delay_s: 30 } });
     return { ...base, name: BUGGY, route_prefix: `/${BUGGY}`, deployments };
   }
 
