@@ -215,6 +215,9 @@ const CAUSE_TEXT: [string, string][] = [
   ['missing_after_reconnect', 'it was registered before a Hypha outage and has not re-registered since the exporter reconnected'],
   ['missing_history_unknown', 'it was already missing when the exporter started; whether it was ever registered is unknown'],
   ['missing_other', 'none of the causes the exporter can tell apart applies'],
+  // What a resolved notification reads: the annotations are rendered from the state at its end.
+  ['registered', 'the service is registered again'],
+  ['not_running', 'Serve is (re)deploying or deleting the app, so no registration is due'],
 ];
 
 export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[]; alerting: Group<AlertingRule>[] } {
