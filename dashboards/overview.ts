@@ -5,7 +5,7 @@ import { DashboardBuilder, DashboardCursorSync, RowBuilder, type Dashboard } fro
 import { BigValueColorMode, BigValueTextMode, StackingMode, TableCellDisplayMode, StackingConfigBuilder } from '@grafana/grafana-foundation-sdk/common';
 import { PanelBuilder as TablePanel } from '@grafana/grafana-foundation-sdk/table';
 import { APP_STATES, DASHBOARD_TAG, DEPLOYMENT_STATES, DS, REGISTRATION_STATES, sel, stateCode } from './lib/conventions';
-import { packLink, rangeQuery, runbookIndexLink, runbookLinks, stateTimelinePanel, statPanel, statQuery, tableQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
+import { packLink, rangeQuery, runbookIndexLink, runbookLinks, sourceUpPanel, stateTimelinePanel, statPanel, statQuery, tableQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
 import { appVariable, rayClusterVariable, datasourceVariable, instanceVariable, jobVariable, workspaceVariable } from './lib/variables';
 
 export const UID = 'hypha-serve-overview';
@@ -132,22 +132,14 @@ function summaryRow(d: DashboardBuilder): void {
       .span(4),
   );
   d.withPanel(
-    statPanel()
-      .title('Upstream sources')
-      .description(
-        'Whether the exporter could sample each upstream on its last attempt: source ray (target: the Ray cluster), hypha ' +
-          '(the Hypha registry connection) and hypha_service (a watched service). While one is down, only the series derived ' +
-          'from it are absent, and the panels built on them are blank rather than wrong.',
-      )
-      .withTarget(statQuery('A', `min by (source, target) (hypha_serve_source_up{${sel()}})`, '{{source}} {{target}}'))
-      .unit('none')
-      .mappings([valueMap([[0, 'DOWN', 'red'], [1, 'UP', 'green']])])
-      .thresholds(thresholds('red', [[1, 'green']]))
-      .colorMode(BigValueColorMode.Background)
-      .textMode(BigValueTextMode.ValueAndName)
-      .links(runbookLinks('HyphaServeSourceDown', 'HyphaServeSourceStale'))
-      .height(4)
-      .span(4),
+    sourceUpPanel(
+      'Upstream sources',
+      'Whether the exporter could sample each upstream on its last attempt: source ray (target: the Ray cluster), hypha ' +
+        '(the Hypha registry connection) and hypha_service (a watched service). While one is down, only the series derived ' +
+        'from it are absent, and the panels built on them are blank rather than wrong.',
+      `min by (source, target) (hypha_serve_source_up{${sel()}})`,
+      '{{source}} {{target}}',
+    ),
   );
   d.withPanel(
     statPanel()

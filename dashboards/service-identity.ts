@@ -11,7 +11,7 @@ import {
 import { BigValueColorMode, BigValueTextMode, VisibilityMode } from '@grafana/grafana-foundation-sdk/common';
 import { HeatmapColorMode, HeatmapColorOptionsBuilder, PanelBuilder as HeatmapPanel, YAxisConfigBuilder } from '@grafana/grafana-foundation-sdk/heatmap';
 import { DASHBOARD_TAG, DS, sel } from './lib/conventions';
-import { heatmapQuery, packLink, rangeQuery, runbookIndexLink, runbookLinks, stateTimelinePanel, statPanel, statQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
+import { heatmapQuery, packLink, rangeQuery, runbookIndexLink, runbookLinks, sourceUpPanel, stateTimelinePanel, statPanel, statQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
 import { datasourceVariable, holderVariable, instanceVariable, jobVariable, serviceVariable } from './lib/variables';
 
 export const UID = 'hypha-serve-service-identity';
@@ -29,22 +29,14 @@ function presence(color: string) {
 function nowRow(d: DashboardBuilder): void {
   d.withRow(new RowBuilder('Now'));
   d.withPanel(
-    statPanel()
-      .title('Watched service source')
-      .description(
-        'Whether the exporter could sample each watched service on its last attempt (hypha_serve_source_up{source="hypha_service"}, ' +
-          'target = the service id). While DOWN, that service\'s series are absent and its alerts are silent; other services and ' +
-          'the registration checks are not affected.',
-      )
-      .withTarget(statQuery('A', `min by (target) (hypha_serve_source_up{${WATCHED_SOURCE}})`, '{{target}}'))
-      .unit('none')
-      .mappings([valueMap([[0, 'DOWN', 'red'], [1, 'UP', 'green']])])
-      .thresholds(thresholds('red', [[1, 'green']]))
-      .colorMode(BigValueColorMode.Background)
-      .textMode(BigValueTextMode.ValueAndName)
-      .links(runbookLinks('HyphaServeSourceDown', 'HyphaServeSourceStale'))
-      .height(4)
-      .span(4),
+    sourceUpPanel(
+      'Watched service source',
+      'Whether the exporter could sample each watched service on its last attempt (hypha_serve_source_up{source="hypha_service"}, ' +
+        'target = the service id). While DOWN, that service\'s series are absent and its alerts are silent; other services and ' +
+        'the registration checks are not affected.',
+      `min by (target) (hypha_serve_source_up{${WATCHED_SOURCE}})`,
+      '{{target}}',
+    ),
   );
   d.withPanel(
     statPanel()

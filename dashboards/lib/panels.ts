@@ -9,7 +9,9 @@ import {
   type ValueMapping,
 } from '@grafana/grafana-foundation-sdk/dashboard';
 import {
+  BigValueColorMode,
   BigValueGraphMode,
+  BigValueTextMode,
   LegendDisplayMode,
   LegendPlacement,
   ReduceDataOptionsBuilder,
@@ -95,6 +97,25 @@ export function statPanel(): StatPanelBuilder {
     .datasource(DS)
     .graphMode(BigValueGraphMode.None)
     .reduceOptions(new ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false));
+}
+
+/**
+ * UP/DOWN per source of hypha_serve_source_up, linked to the source alerts: the same panel on every
+ * dashboard that depends on a source, with its own selection and text.
+ */
+export function sourceUpPanel(title: string, description: string, expr: string, legend: string): StatPanelBuilder {
+  return statPanel()
+    .title(title)
+    .description(description)
+    .withTarget(statQuery('A', expr, legend))
+    .unit('none')
+    .mappings([valueMap([[0, 'DOWN', 'red'], [1, 'UP', 'green']])])
+    .thresholds(thresholds('red', [[1, 'green']]))
+    .colorMode(BigValueColorMode.Background)
+    .textMode(BigValueTextMode.ValueAndName)
+    .links(runbookLinks('HyphaServeSourceDown', 'HyphaServeSourceStale'))
+    .height(4)
+    .span(4);
 }
 
 /** Legend as a table on the right with the last and the maximum value. */
