@@ -267,6 +267,8 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     // The exporter's canary still addresses the old client.
     await waitFor('cached proxy stale', () => inProm(`hypha_serve_service_cached_stale{job="${JOB}",service="${WATCHED}",holder="exporter"} == 1`), 60_000, 1_000);
     await expectFaultData('service-reregistered');
+    // The stat reads a recording rule: it follows the raw series one rule evaluation later.
+    await waitFor('stale stat 1', async () => JSON.stringify(await staleStat()) === '[1]', 30_000, 500);
     expect(await staleStat()).toEqual([1]);
   });
 
