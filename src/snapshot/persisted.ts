@@ -60,7 +60,9 @@ export function persistedStateOf(s: Snapshot, nowSeconds: number): PersistedStat
   for (const [service, w] of s.services ?? []) {
     if (w.canary?.staleSinceSeconds !== undefined) witnesses[service] = { ...w.canary };
   }
-  const registration = (s.hypha?.apps ?? []).map((a) => ({ cluster: a.cluster, app: a.app, history: a.history }));
+  // lastEvaluatedSeconds moves on every evaluation and only matters within one process (a reconnect):
+  // left out, the file changes only when a history does, not after every sample.
+  const registration = (s.hypha?.apps ?? []).map((a) => ({ cluster: a.cluster, app: a.app, history: { ...a.history, lastEvaluatedSeconds: undefined } }));
   return { version: 1, savedSeconds: nowSeconds, witnesses, registration };
 }
 
