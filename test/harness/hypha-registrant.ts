@@ -269,3 +269,24 @@ export async function startWorkerProcess(opts: { serverUrl: string; token: strin
     },
   };
 }
+
+export interface StandinProvider {
+  disconnect(): Promise<void>;
+}
+
+/**
+ * A client providing services shaped like the artifact manager's read(artifact_id, silent): a
+ * watched service with as many providers (client ids) as a test starts.
+ */
+export async function startStandinProvider(opts: { serverUrl: string; token: string; clientId: string; serviceIds: readonly string[] }): Promise<StandinProvider> {
+  ensureWs();
+  const server = await rawConnect({ server_url: opts.serverUrl, token: opts.token, client_id: opts.clientId, logger: quiet, method_timeout: 10 });
+  for (const id of opts.serviceIds) {
+    await server.registerService({
+      id,
+      config: { visibility: 'protected' },
+      read: (artifactId: string, silent?: boolean) => ({ id: artifactId, silent: silent ?? false, servedBy: opts.clientId }),
+    });
+  }
+  return { disconnect: () => server.disconnect() };
+}

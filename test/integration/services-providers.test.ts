@@ -3,13 +3,12 @@
 // providers is never "stale"; only a cached id that left the providers is.
 import fs from 'node:fs';
 import path from 'node:path';
-import { hyphaWebsocketClient } from 'hypha-rpc';
 import { Exporter } from '../../src/exporter';
 import { extensions } from '../../src/extensions';
-import { ensureWebSocketGlobal } from '../../src/sources/hypha/client';
 import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
+import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
 import { artifactsDir, waitFor } from '../harness/proc';
 
 jest.setTimeout(240_000);
@@ -17,23 +16,8 @@ jest.setTimeout(240_000);
 const SVC = 'ws-user-root/standin';
 const S = { service: SVC };
 
-interface RawServer {
-  registerService(svc: Record<string, unknown>, cfg?: Record<string, unknown>): Promise<{ id: string }>;
-  disconnect(): Promise<void>;
-}
-const rawConnect = hyphaWebsocketClient.connectToServer as unknown as (cfg: Record<string, unknown>) => Promise<RawServer>;
-const quiet = { debug() {}, info() {}, warn() {}, error() {}, log() {} };
-
-async function provider(url: string, token: string, clientId: string): Promise<RawServer> {
-  ensureWebSocketGlobal();
-  const server = await rawConnect({ server_url: url, token, client_id: clientId, logger: quiet, method_timeout: 10 });
-  await server.registerService({
-    id: 'standin',
-    config: { visibility: 'protected' },
-    // Shaped like the artifact manager's read(artifact_id, silent).
-    read: (artifactId: string, silent?: boolean) => ({ id: artifactId, silent: silent ?? false, servedBy: clientId }),
-  });
-  return server;
+function provider(url: string, token: string, clientId: string): Promise<StandinProvider> {
+  return startStandinProvider({ serverUrl: url, token, clientId, serviceIds: ['standin'] });
 }
 
 function ids(text: string, name: string, extra: Record<string, string> = {}): string[] {
@@ -49,7 +33,7 @@ function ids(text: string, name: string, extra: Record<string, string> = {}): st
 
 describe('several providers of one service', () => {
   let hypha: HyphaHandle;
-  const providers = new Map<string, RawServer>();
+  const providers = new Map<string, StandinProvider>();
   let exporter: Exporter;
   let cleanup: () => void;
   let lines: string[];

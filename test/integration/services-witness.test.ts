@@ -15,6 +15,7 @@ import { ensureWebSocketGlobal } from '../../src/sources/hypha/client';
 import { memoryLogger, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
+import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
 import { freePort } from '../harness/ports';
 import { artifactsDir, Proc, repoRoot, startProc, waitFor } from '../harness/proc';
 
@@ -36,14 +37,8 @@ interface RawServer {
 const rawConnect = hyphaWebsocketClient.connectToServer as unknown as (cfg: Record<string, unknown>) => Promise<RawServer>;
 const quiet = { debug() {}, info() {}, warn() {}, error() {}, log() {} };
 
-/** A provider of both stand-in services, shaped like the artifact manager's read(). */
-async function provider(url: string, token: string, clientId: string): Promise<RawServer> {
-  ensureWebSocketGlobal();
-  const server = await rawConnect({ server_url: url, token, client_id: clientId, logger: quiet, method_timeout: 10 });
-  for (const id of ['standin', 'standin2']) {
-    await server.registerService({ id, config: { visibility: 'protected' }, read: (artifactId: string) => ({ id: artifactId, servedBy: clientId }) });
-  }
-  return server;
+function provider(url: string, token: string, clientId: string): Promise<StandinProvider> {
+  return startStandinProvider({ serverUrl: url, token, clientId, serviceIds: ['standin', 'standin2'] });
 }
 
 /**
@@ -110,7 +105,7 @@ describe('watched-service witness, holder probes and listed-but-dead providers',
   let hypha: HyphaHandle;
   let tokenFile: string;
   let tmp: ReturnType<typeof tmpDir>;
-  const providers = new Map<string, RawServer>();
+  const providers = new Map<string, StandinProvider>();
 
   const hyphaBlock = () => `hypha:\n  name: test-hypha\n  server_url: ${hypha.url}\n  bearer_token_file: ${tokenFile}\n`;
   const reregister = async (from: string, to: string) => {
