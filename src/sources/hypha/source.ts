@@ -64,7 +64,8 @@ export class HyphaSource implements Source {
   readonly #confirm = new CauseConfirmation(CAUSE_CONFIRM_MAX_MS, (cluster) => this.store.requestFresh('ray', cluster), () => this.#evaluate());
   #stopped = false;
   #unsubscribeStore: (() => void) | undefined;
-  #inheritedCounts: { reconnects: number; events: Record<string, number> } | undefined;
+  /** Reconnects counted by a predecessor this source replaced (a reload): the counter continues. */
+  #inheritedReconnects = 0;
 
   constructor(
     private readonly opts: HyphaSourceOptions,
@@ -80,7 +81,7 @@ export class HyphaSource implements Source {
       this.#apps = previous.apps.filter((a) => opts.rayClusters.includes(a.cluster));
       this.#workers = previous.workers;
       this.#tracker.seed(this.#apps);
-      this.#inheritedCounts = { reconnects: previous.reconnectsTotal, events: { ...previous.eventsTotal } };
+      this.#inheritedReconnects = previous.reconnectsTotal;
       Object.assign(this.#eventsTotal, previous.eventsTotal);
     } else {
       const restored = store.get().restored?.registration;
@@ -387,7 +388,7 @@ export class HyphaSource implements Source {
     const sample: HyphaSample = {
       target: this.target,
       health: this.#health,
-      reconnectsTotal: this.#client.reconnects + (this.#inheritedCounts?.reconnects ?? 0),
+      reconnectsTotal: this.#client.reconnects + this.#inheritedReconnects,
       generation: this.#client.generation,
       workspace: conn?.workspace,
       serverId: conn?.info.serverId,
