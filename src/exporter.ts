@@ -3,10 +3,12 @@ import { Config, ConfigError, loadConfig } from './config/load';
 import type { Logger } from './log';
 import { MetricsRenderer } from './metrics/renderer';
 import type { MetricsSection } from './metrics/section';
+import { RegistrationStage } from './registration/stage';
 import { loadPersistedState, PersistedStateWriter } from './snapshot/persisted';
 import { SnapshotStore } from './snapshot/store';
 import { TransitionRecorder } from './status-page/transitions';
 import type { Source } from './sources/poller';
+import { registrationStageConfig } from './sources/hypha/planner';
 import { DesiredSource, planRaySources, SourcePlanner } from './sources/registry';
 import { errorMessage } from './util/errors';
 
@@ -35,6 +37,8 @@ export class Exporter {
   /** Recent state changes for the status page; subscribes to the store before any source starts. */
   readonly transitions = new TransitionRecorder(this.store);
   readonly metrics: MetricsRenderer;
+  /** Joins Ray and Hypha into per-app registration; one for the exporter's lifetime, reconfigured on reload. */
+  readonly registration: RegistrationStage;
   #config: Config | undefined;
   readonly #sources = new Map<string, { fingerprint: string; source: Source }>();
   readonly #planners: SourcePlanner[];
@@ -45,6 +49,7 @@ export class Exporter {
   constructor(private readonly opts: ExporterOptions) {
     this.metrics = new MetricsRenderer(this.store, opts.sections ?? []);
     this.#planners = [planRaySources, ...(opts.planners ?? [])];
+    this.registration = new RegistrationStage(this.store, { request: (cluster) => this.#sampleRayFresh(cluster) }, opts.log.child({ stage: 'registration' }));
   }
 
   get config(): Config | undefined {
@@ -61,13 +66,17 @@ export class Exporter {
     if (this.opts.storagePath !== undefined) {
       const restored = loadPersistedState(this.opts.storagePath, this.opts.log);
       // Before any source starts: they continue from it in their constructors.
-      if (restored) this.store.update((s) => ({ ...s, restored }));
+      if (restored) {
+        this.store.setRestored(restored);
+        this.registration.restore(restored.registration);
+      }
       this.#stateWriter = new PersistedStateWriter(this.opts.storagePath, this.store, this.opts.log);
       this.#stateWriter.start();
     }
     this.#apply(cfg);
+    this.registration.start();
     // Sources took what they continue from in their constructors; a later reload must not reuse it.
-    if (this.store.get().restored) this.store.update(({ restored: _used, ...rest }) => rest);
+    if (this.store.get().restored) this.store.setRestored(undefined);
     this.metrics.exporter.recordReload(true, Date.now() / 1000);
     this.opts.log.info({ file: cfg.file, ray_clusters: cfg.rayClusters.length }, 'configuration loaded');
   }
@@ -98,13 +107,22 @@ export class Exporter {
   }
 
   async stop(): Promise<void> {
+    this.registration.stop();
     await Promise.all([...this.#sources.values()].map((s) => s.source.stop()));
     this.#sources.clear();
     this.#stateWriter?.stop();
   }
 
+  /** The registration stage's fresh-sample request, served by that cluster's Ray source. */
+  #sampleRayFresh(cluster: string): void {
+    void this.#sources.get(`ray/${cluster}`)?.source.sampleFresh?.();
+  }
+
   #apply(cfg: Config): void {
     const desired: DesiredSource[] = this.#planners.flatMap((p) => p(cfg, this.store, this.opts.log));
+    // Registration is judged only where a Hypha source reads a registry (an exporter built without
+    // the Hypha planner has nothing to join).
+    this.registration.configure(desired.some((d) => d.kind === 'hypha') ? registrationStageConfig(cfg) : undefined);
     const keep = new Set(desired.map((d) => d.key));
     const started: Source[] = [];
     for (const [key, s] of this.#sources) {
@@ -116,9 +134,13 @@ export class Exporter {
     }
     for (const d of desired) {
       const cur = this.#sources.get(d.key);
-      if (cur && cur.fingerprint === d.fingerprint) continue;
+      if (cur && cur.fingerprint === d.fingerprint) {
+        d.configure?.(cur.source);
+        continue;
+      }
       if (cur) void cur.source.stop();
       const source = d.create();
+      d.configure?.(source);
       this.#sources.set(d.key, { fingerprint: d.fingerprint, source });
       source.start();
       started.push(source);

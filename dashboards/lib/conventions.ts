@@ -63,4 +63,4 @@ export function stateCode(metric: string, selector: string, label: string, state
 
 export const APP_STATES = ['NOT_STARTED', 'DEPLOYING', 'DEPLOY_FAILED', 'RUNNING', 'UNHEALTHY', 'DELETING'] as const;
 export const DEPLOYMENT_STATES = ['UPDATING', 'HEALTHY', 'UNHEALTHY', 'DEPLOY_FAILED', 'UPSCALING', 'DOWNSCALING'] as const;
-export { REGISTRATION_STATES } from '../../src/registration/types';
+export { REGISTRATION_STATES } from '../../src/snapshot/registration';

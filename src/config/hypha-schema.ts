@@ -2,11 +2,12 @@ import { z } from 'zod';
 import { duration } from './validators';
 import { parseDuration } from '../util/duration';
 
-// Config fragment `hypha_registration:` (issue 3): which Hypha service every
-// Ray Serve app is expected to have, and how the registry is sampled. The
-// connection itself is `hypha:` (services-schema.ts). Absent = defaults: every
-// app with a ProxyDeployment is a BioEngine app expected in the connection's
-// workspace, and bioengine-worker services there are discovered.
+// Config fragment `hypha_registration:`: which Hypha service every Ray Serve app
+// is expected to have, on which `hypha:` server, and how the registries are
+// sampled. The connections themselves are `hypha:` (services-schema.ts). Absent
+// = defaults: every app with a ProxyDeployment is a BioEngine app expected in the
+// first server's connection workspace, and bioengine-worker services there are
+// discovered.
 
 
 const workspaceName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_|.-]*$/, 'must be a workspace id');
@@ -48,6 +49,7 @@ export const templateMappingSchema = z.strictObject({
 
 export const clusterMappingSchema = z.strictObject({
   cluster: z.string().min(1).describe('A configured ray_clusters[].name.'),
+  hypha: z.string().min(1).optional().describe('Name of the `hypha:` server the apps register on (default: the first).'),
   bioengine: bioengineMappingSchema.default({ enabled: true }),
   templates: z.array(templateMappingSchema).default([]).describe('For apps without a ProxyDeployment; the first matching template wins.'),
 });
@@ -96,6 +98,8 @@ export interface TemplateMapping {
 
 export interface ClusterMapping {
   cluster: string;
+  /** The configured Hypha server the apps register on; undefined = the first. */
+  hypha?: string;
   bioengine: { enabled: boolean; workspace?: string; workerClientId?: string };
   templates: TemplateMapping[];
 }
@@ -126,12 +130,16 @@ export interface ConfigProblem {
   problem: string;
 }
 
-/** Cross-checks against the rest of the config: every mapped cluster must be a configured Ray cluster. */
-export function checkHyphaRegistration(raw: RawHyphaRegistration | undefined, rayClusterNames: readonly string[]): ConfigProblem | undefined {
+/** Cross-checks against the rest of the config: every mapping names a configured Ray cluster and Hypha server. */
+export function checkHyphaRegistration(raw: RawHyphaRegistration | undefined, rayClusterNames: readonly string[], hyphaNames: readonly string[]): ConfigProblem | undefined {
   if (!raw) return undefined;
   for (let i = 0; i < raw.clusters.length; i++) {
-    if (!rayClusterNames.includes(raw.clusters[i].cluster)) {
-      return { path: ['hypha_registration', 'clusters', i, 'cluster'], problem: `no ray_clusters entry is named "${raw.clusters[i].cluster}"` };
+    const c = raw.clusters[i];
+    if (!rayClusterNames.includes(c.cluster)) {
+      return { path: ['hypha_registration', 'clusters', i, 'cluster'], problem: `no ray_clusters entry is named "${c.cluster}"` };
+    }
+    if (c.hypha !== undefined && !hyphaNames.includes(c.hypha)) {
+      return { path: ['hypha_registration', 'clusters', i, 'hypha'], problem: `no hypha server is named "${c.hypha}"` };
     }
   }
   return undefined;
@@ -147,6 +155,7 @@ export function resolveHyphaRegistration(raw: RawHyphaRegistration | undefined, 
     reconnectSettleMs: ms(r.reconnect_settle),
     clusters: r.clusters.map((c) => ({
       cluster: c.cluster,
+      hypha: c.hypha,
       bioengine: { enabled: c.bioengine.enabled, workspace: c.bioengine.workspace, workerClientId: c.bioengine.worker_client_id },
       templates: c.templates.map((t) => ({
         service: t.service,

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { Document, LineCounter, parseDocument, isNode, isMap, isPair, isScalar } from 'yaml';
-import type { ZodType } from 'zod';
+import type { ZodType, z } from 'zod';
 import { configSchema, RawConfig } from './schema';
 import { resolveWatchedServices, WatchedServiceConfig } from './services-schema';
 import { checkHyphaRegistration, HyphaRegistrationConfig, resolveHyphaRegistration } from './hypha-schema';
@@ -30,10 +30,13 @@ export interface Config {
   file: string;
   raw: RawConfig;
   rayClusters: RayClusterConfig[];
+  /** Every configured Hypha server (`hypha:` as one object or a list), in config order. */
+  hyphaServers: HyphaServerConfig[];
+  /** The first Hypha server: the default of registration mappings, and the one watched services use. */
   hypha?: HyphaServerConfig;
-  /** Watched services (issue 4); sampled only when `hypha` is configured. */
+  /** Watched services on the first Hypha server; sampled only when one is configured. */
   watchedServices: WatchedServiceConfig[];
-  /** Expected Hypha registrations (issue 3); sampled only when `hypha` is configured. */
+  /** Expected Hypha registrations; sampled only when a Hypha server is configured. */
   hyphaRegistration: HyphaRegistrationConfig;
   /** Every credential the config holds, for scrubbing upstream error texts. */
   secrets: Secret[];
@@ -106,7 +109,7 @@ export function parseYamlConfig<T>(file: string, text: string, schema: ZodType<T
   const result = schema.safeParse(data);
   if (!result.success) {
     // A misspelt key usually also makes a required one "missing": report the misspelling.
-    const issue = result.error.issues.find((i) => i.code === 'unrecognized_keys') ?? result.error.issues[0];
+    const issue = withinUnion(data, result.error.issues.find((i) => i.code === 'unrecognized_keys') ?? result.error.issues[0]);
     let path = issue.path;
     let keyOf: string | undefined;
     let problem = issue.message;
@@ -119,6 +122,23 @@ export function parseYamlConfig<T>(file: string, text: string, schema: ZodType<T
     throw new ConfigError(file, formatPath(path), problem, pos?.line, pos?.col);
   }
   return { value: result.data, doc, lc };
+}
+
+/**
+ * A value that may take several forms (`hypha:` as an object or a list) fails as a whole; report
+ * the problem inside the form the YAML actually has, so the error names the field and its line.
+ */
+function withinUnion(data: unknown, issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) return issue;
+  let value: unknown = data;
+  for (const k of issue.path) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[k] : undefined;
+  const isList = Array.isArray(value);
+  // The branch whose first complaint is not "this is the wrong kind of value".
+  const branch = issue.errors.find((errs) => errs.length > 0 && !(errs[0].code === 'invalid_type' && errs[0].path.length === 0 && (errs[0].expected === 'array') !== isList))
+    ?? issue.errors.find((errs) => errs.length > 0 && !(errs[0].code === 'invalid_type' && errs[0].path.length === 0));
+  if (!branch) return issue;
+  const inner = branch.find((i) => i.code === 'unrecognized_keys') ?? branch[0];
+  return withinUnion(value, { ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue);
 }
 
 function ms(d: string): number {
@@ -192,18 +212,23 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
       proxyProbe: { enabled: c.proxy_probe.enabled, timeoutMs: ms(c.proxy_probe.timeout) },
     };
   });
-  let hypha: HyphaServerConfig | undefined;
-  if (raw.hypha) {
-    const token = readCredential(file, doc, lc, ['hypha'], raw.hypha, env);
+  const rawServers = raw.hypha === undefined ? [] : Array.isArray(raw.hypha) ? raw.hypha : [raw.hypha];
+  const hyphaServers = rawServers.map((h, i): HyphaServerConfig => {
+    const path = Array.isArray(raw.hypha) ? ['hypha', i] : ['hypha'];
+    if (rawServers.findIndex((o) => o.name === h.name) !== i) {
+      const pos = locate(doc, lc, [...path, 'name']);
+      throw new ConfigError(file, formatPath([...path, 'name']), `duplicate Hypha server name "${h.name}"`, pos?.line, pos?.col);
+    }
+    const token = readCredential(file, doc, lc, path, h, env);
     if (token) secrets.push(token);
-    hypha = { name: raw.hypha.name, serverUrl: raw.hypha.server_url, workspace: raw.hypha.workspace, token };
-  }
+    return { name: h.name, serverUrl: h.server_url, workspace: h.workspace, token };
+  });
   const watchedServices = resolveWatchedServices(raw.watched_services, raw.global);
-  const problem = checkHyphaRegistration(raw.hypha_registration, rayClusters.map((c) => c.name));
+  const problem = checkHyphaRegistration(raw.hypha_registration, rayClusters.map((c) => c.name), hyphaServers.map((h) => h.name));
   if (problem) {
     const pos = locate(doc, lc, problem.path);
     throw new ConfigError(file, formatPath(problem.path), problem.problem, pos?.line, pos?.col);
   }
   const hyphaRegistration = resolveHyphaRegistration(raw.hypha_registration, raw.global);
-  return { file, raw, rayClusters, hypha, watchedServices, hyphaRegistration, secrets };
+  return { file, raw, rayClusters, hyphaServers, hypha: hyphaServers[0], watchedServices, hyphaRegistration, secrets };
 }

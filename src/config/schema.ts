@@ -34,7 +34,10 @@ export const globalSchema = z.strictObject({
 export const configSchema = z.strictObject({
   global: globalSchema.default({ interval: '15s', timeout: '5s' }),
   ray_clusters: z.array(rayClusterSchema).default([]),
-  hypha: hyphaConnectionSchema.optional(),
+  hypha: z
+    .union([hyphaConnectionSchema, z.array(hyphaConnectionSchema).min(1)])
+    .optional()
+    .describe('One Hypha server, or a list of them (each mapping of hypha_registration names its server; default: the first).'),
   hypha_registration: hyphaRegistrationSchema.optional(),
   watched_services: watchedServicesSchema,
 });

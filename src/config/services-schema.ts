@@ -3,7 +3,7 @@ import { parseDuration } from '../util/duration';
 import { credentialRef, duration, labelName, wsOrHttpUrl } from './validators';
 import { clientIdOf } from '../sources/services/holder-field';
 
-// Config fragment `watched_services:` (issue 4). Kept apart from schema.ts so
+// Config fragment `watched_services:` (docs/watched-services.md). Kept apart from schema.ts so
 // the watched-services feature owns its shape; schema.ts only adds the key.
 
 /** "workspace/service-id": the short form a worker passes to getService. */
@@ -28,7 +28,7 @@ const fieldPath = z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'must 
 export const RESOLVE_MODES = ['random', 'first', 'last', 'exact', 'min_load'] as const;
 
 /**
- * Artifact-manager methods a probe may call: reads only (hypha.md §8). The
+ * Artifact-manager methods a probe may call: reads only. The
  * writes (create, commit, edit, delete, put_file, ...) are refused, because a
  * probe that times out cancels nothing at the far end.
  */
@@ -45,7 +45,7 @@ export const probeSchema = z.strictObject({
 });
 
 /**
- * A stale canary is a WITNESS (issue 12 defect 4): the exporter cannot see the
+ * A stale canary is a WITNESS (docs/watched-services.md): the exporter cannot see the
  * real long-lived clients, so its own stale handle stands for them until the
  * evidence says they recovered; it is no longer re-resolved after a fixed time.
  */
@@ -155,7 +155,7 @@ export type RawWatchedService = z.infer<typeof watchedServiceSchema>;
 
 // ------------------------------------------------------------ Hypha connection
 
-/** `hypha:` — the Hypha server that registration and the watched services are looked up on. */
+/** One entry of `hypha:` — a Hypha server that registrations (and, on the first server, the watched services) are looked up on. */
 export const hyphaConnectionSchema = z.strictObject({
   name: labelName.describe('Hypha server name; the `target` label of its sources.'),
   server_url: wsOrHttpUrl.describe('Hypha server URL (http(s):// or ws(s)://…/ws).'),

@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
-import type { HyphaSample } from '../registration/types';
+import type { HyphaServerSample } from '../snapshot/hypha';
+import type { RegistrationSample } from '../snapshot/registration';
 import { newSourceHealth, RayClusterSample, ServeDeployment, Snapshot } from '../snapshot/types';
 import { AnyFamily, collect, FAMILIES, Scope, units } from './families';
 import { ServicesMetrics } from './services';
@@ -32,16 +33,18 @@ function referenceSnapshot(): Snapshot {
       appsDropped: 0,
     },
   };
-  const hypha: HyphaSample = {
+  const hypha: HyphaServerSample = {
     target: 'h', health: { ...newSourceHealth('hypha', 'h', 30), up: true, lastSuccessSeconds: 1 }, reconnectsTotal: 0, generation: 1,
+    listedSeconds: 1, connectionsListed: 1, registry: new Map(), workers: [], eventsTotal: {}, malformedTotal: 0,
+  };
+  const registration: RegistrationSample = {
     apps: [{
-      cluster: 'c', app: 'a', workspace: 'w', service: 'w/x:a', registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1,
+      cluster: 'c', app: 'a', hypha: 'h', workspace: 'w', service: 'w/x:a', registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1,
       clientIdMismatch: false, clientIdChangesTotal: 0, settled: true, history: { birthObserved: true, everRegistered: true, clientIdChanges: 0 },
     }],
-    workers: [{ worker: 'w/x:bioengine-worker', workspace: 'w', clientId: 'x', up: true, rayCluster: 'c', apps: [{ app: 'a', status: 'RUNNING', serviceRegistered: true }] }],
-    servicesByWorkspace: {}, eventsTotal: {},
+    workers: [{ worker: 'w/x:bioengine-worker', hypha: 'h', workspace: 'w', clientId: 'x', up: true, rayCluster: 'c', apps: [{ app: 'a', status: 'RUNNING', serviceRegistered: true }] }],
   };
-  return { version: 1, ray: new Map([['c', ray]]), hypha };
+  return { version: 1, ray: new Map([['c', ray]]), hypha: new Map([['h', hypha]]), registration };
 }
 
 export interface FamilyDoc {

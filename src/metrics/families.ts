@@ -1,5 +1,6 @@
-import { isMissing, REGISTRATION_STATES } from '../registration/types';
-import type { AppRegistration, HyphaSample, WorkerSample } from '../registration/types';
+import { isMissing, REGISTRATION_STATES } from '../snapshot/registration';
+import type { HyphaServerSample } from '../snapshot/hypha';
+import type { AppRegistration, WorkerSample } from '../snapshot/registration';
 import {
   APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS,
   RayClusterSample, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths,
@@ -21,8 +22,8 @@ export interface ScopeArgs {
   app: { cluster: string; app: ServeApp };
   deployment: { cluster: string; app: string; d: ServeDeployment };
   proxy: { cluster: string; p: ServeProxy };
-  hypha: HyphaSample;
-  /** `known`: the app's Ray source and the Hypha source are up and the app is settled; else the fact is unknown and absent. */
+  hypha: HyphaServerSample;
+  /** `known`: the app's Ray source and its Hypha server's source are up and the app is settled; else the fact is unknown and absent. */
   registration: { hypha: string; a: AppRegistration; known: boolean };
   worker: { hypha: string; w: WorkerSample };
 }
@@ -244,6 +245,10 @@ export const FAMILIES: readonly AnyFamily[] = [
     },
   }),
   fam({
+    name: 'hypha_serve_hypha_malformed_entries_total', type: 'counter', help: 'Malformed entries skipped in Hypha registry listings.', labels: ['target'],
+    stability: 'experimental', doc: "malformed entries skipped in Hypha registry listings", group: 'hypha', scope: 'hypha', sample: (h, emit) => emit([h.target], h.malformedTotal),
+  }),
+  fam({
     name: 'hypha_serve_app_registered', type: 'gauge',
     help: '1 when the Serve app\'s expected Hypha service is registered (also under another client id), 0 when not. Present only while the Ray and Hypha sources are up.',
     labels: REG, stability: 'stable', doc: "1 if the app's expected Hypha service is registered, 0 if not; only while both the Ray and the Hypha source are up (absent otherwise)", group: 'hypha', scope: 'registration', sample: (x, emit) => {
@@ -351,23 +356,20 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number, proc
       }
       return;
     case 'hypha':
-      if (s.hypha) yield { key: s.hypha.target, arg: s.hypha, data: [s.hypha.target, s.hypha.reconnectsTotal, s.hypha.generation] } as U;
+      for (const h of s.hypha?.values() ?? []) yield { key: h.target, arg: h, data: [h.target, h.reconnectsTotal, h.generation, h.malformedTotal] } as U;
       return;
-    case 'registration': {
-      const h = s.hypha;
-      if (!h) return;
-      for (const a of h.apps) {
-        const known = h.health.up && s.ray.get(a.cluster)?.health.up === true && a.settled;
-        yield { key: `${h.target}${SEP}${a.cluster}${SEP}${a.app}${SEP}${known ? 1 : 0}`, arg: { hypha: h.target, a, known }, data: a } as U;
+    case 'registration':
+      for (const a of s.registration?.apps ?? []) {
+        const known = s.hypha?.get(a.hypha)?.health.up === true && s.ray.get(a.cluster)?.health.up === true && a.settled;
+        yield { key: `${a.hypha}${SEP}${a.cluster}${SEP}${a.app}${SEP}${known ? 1 : 0}`, arg: { hypha: a.hypha, a, known }, data: a } as U;
       }
       return;
-    }
-    case 'worker': {
-      const h = s.hypha;
-      if (!h || !h.health.up) return;
-      for (const w of h.workers) yield { key: `${h.target}${SEP}${w.worker}`, arg: { hypha: h.target, w }, data: w } as U;
+    case 'worker':
+      for (const w of s.registration?.workers ?? []) {
+        const unit: Unit<'worker'> = { key: `${w.hypha}${SEP}${w.worker}`, arg: { hypha: w.hypha, w }, data: w };
+        if (s.hypha?.get(w.hypha)?.health.up === true) yield unit as U;
+      }
       return;
-    }
   }
 }
 

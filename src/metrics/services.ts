@@ -57,7 +57,7 @@ class SnapshotHistogram extends Histogram<CallLabel> {
   }
 }
 
-/** Watched services (issue 4): providers, resolved vs cached client ids, churn and probe calls. */
+/** Watched services (docs/watched-services.md): providers, resolved vs cached client ids, churn and probe calls. */
 export class ServicesMetrics implements MetricsSection {
   readonly #providers;
   readonly #providerInfo;

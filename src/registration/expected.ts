@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { ClusterMapping, TemplateMapping } from '../config/hypha-schema';
 import type { ServeApp } from '../snapshot/types';
-import type { WorkerSample } from './types';
+import type { WorkerSample } from '../snapshot/registration';
 
 /** The service a Serve app is expected to have in Hypha. */
 export interface ExpectedService {

@@ -2,7 +2,10 @@ import type { ServeApp, ServeDeployment } from '../snapshot/types';
 import { appStatusClass, crashedDeployments, FAILED_STATUSES, idleDeployments } from '../serve/judgement';
 import type { ServiceInfo } from '../sources/hypha/types';
 import type { ExpectedService } from './expected';
-import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from './types';
+import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from '../snapshot/registration';
+
+/** One app's evaluation; the stage adds the Hypha server it was judged on. */
+export type TrackedRegistration = Omit<AppRegistration, 'hypha'>;
 
 /** Providers of an expected service in the current registry view. */
 export interface Match {
@@ -130,8 +133,8 @@ export class RegistrationTracker {
     expected: ReadonlyMap<string, ExpectedService>,
     providers: ProviderIndex,
     input: TrackerInput,
-  ): AppRegistration[] {
-    const out: AppRegistration[] = [];
+  ): TrackedRegistration[] {
+    const out: TrackedRegistration[] = [];
     const seen = new Set<string>();
     for (const app of apps) {
       const exp = expected.get(app.name);
@@ -226,17 +229,6 @@ export class RegistrationTracker {
     }
     h.wokeSeconds ??= nowSeconds;
     return nowSeconds - h.wokeSeconds < WAKE_GRACE_SECONDS ? 'missing_scaled_to_zero' : state;
-  }
-
-  /**
-   * Continues the history a predecessor published (a source restarted by a reload): missing spells,
-   * "ever registered" and change counts survive the restart.
-   */
-  seed(apps: readonly AppRegistration[]): void {
-    for (const a of apps) {
-      const key = `${a.cluster}\u0000${a.app}`;
-      if (!this.#history.has(key)) this.#history.set(key, { ...a.history });
-    }
   }
 
   /** Continues histories saved before an exporter restart (--storage.path), for apps not seen yet. */

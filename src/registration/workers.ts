@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { WorkerApp } from './types';
+import type { WorkerApp } from '../snapshot/registration';
 
 // Parsing what a BioEngine worker answers (bioengine.md §2.2-2.3). Fields are
 // optional because older workers lack them and newer ones project them for

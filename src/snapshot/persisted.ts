@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../log';
-import { REGISTRATION_STATES } from '../registration/types';
+import { REGISTRATION_STATES } from './registration';
 import type { Restored } from './restored';
 import type { SnapshotStore } from './store';
 import type { Snapshot } from './types';
@@ -62,7 +62,7 @@ export function persistedStateOf(s: Snapshot, nowSeconds: number): PersistedStat
   }
   // lastEvaluatedSeconds moves on every evaluation and only matters within one process (a reconnect):
   // left out, the file changes only when a history does, not after every sample.
-  const registration = (s.hypha?.apps ?? []).map((a) => ({ cluster: a.cluster, app: a.app, history: { ...a.history, lastEvaluatedSeconds: undefined } }));
+  const registration = (s.registration?.apps ?? []).map((a) => ({ cluster: a.cluster, app: a.app, history: { ...a.history, lastEvaluatedSeconds: undefined } }));
   return { version: 1, savedSeconds: nowSeconds, witnesses, registration };
 }
 

@@ -1,4 +1,4 @@
-import type { RegistrationHistory } from '../registration/types';
+import type { RegistrationHistory } from './registration';
 import type { CanaryRecord } from './services';
 
 // The part of the snapshot a restart continues from (--storage.path; see persisted.ts).

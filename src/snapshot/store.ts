@@ -1,37 +1,63 @@
-import { RayClusterSample, Snapshot, SourceKind } from './types';
+import type { HyphaServerSample } from './hypha';
+import type { RegistrationSample } from './registration';
+import type { Restored } from './restored';
+import type { WatchedServiceSample } from './services';
+import type { RayClusterSample, Snapshot } from './types';
 
 type Listener = (s: Snapshot) => void;
-type FreshListener = { kind: SourceKind; target: string; run: () => void };
 
 /**
- * Holds the latest snapshot. Sources replace their own part; readers get an
- * immutable view and a version number that moves on every change.
+ * Holds the latest snapshot. Each writer replaces its own part through that part's setter;
+ * readers get an immutable view and a version number that moves on every change. The store
+ * carries data only: a stage that needs another source to act (a fresh Serve sample) asks it
+ * through an interface of its own, never through here.
  */
 export class SnapshotStore {
   #snapshot: Snapshot = { version: 0, ray: new Map() };
   readonly #listeners = new Set<Listener>();
-  readonly #freshListeners = new Set<FreshListener>();
 
   get(): Snapshot {
     return this.#snapshot;
   }
 
   setRayCluster(sample: RayClusterSample): void {
-    const ray = new Map(this.#snapshot.ray);
-    ray.set(sample.cluster, sample);
-    this.#replace({ ...this.#snapshot, ray });
+    this.#replace({ ...this.#snapshot, ray: withEntry(this.#snapshot.ray, sample.cluster, sample) });
   }
 
   removeRayCluster(cluster: string): void {
     if (!this.#snapshot.ray.has(cluster)) return;
-    const ray = new Map(this.#snapshot.ray);
-    ray.delete(cluster);
-    this.#replace({ ...this.#snapshot, ray });
+    this.#replace({ ...this.#snapshot, ray: withEntry(this.#snapshot.ray, cluster, undefined) });
   }
 
-  /** Generic replacement of other parts (used by sources added later). */
-  update(mutate: (s: Snapshot) => Snapshot): void {
-    this.#replace(mutate(this.#snapshot));
+  setHyphaServer(sample: HyphaServerSample): void {
+    this.#replace({ ...this.#snapshot, hypha: withEntry(this.#snapshot.hypha, sample.target, sample) });
+  }
+
+  removeHyphaServer(name: string): void {
+    if (!this.#snapshot.hypha?.has(name)) return;
+    this.#replace(dropEmpty({ ...this.#snapshot, hypha: withEntry(this.#snapshot.hypha, name, undefined) }, 'hypha'));
+  }
+
+  setService(id: string, sample: WatchedServiceSample): void {
+    this.#replace({ ...this.#snapshot, services: withEntry(this.#snapshot.services, id, sample) });
+  }
+
+  removeService(id: string): void {
+    if (!this.#snapshot.services?.has(id)) return;
+    this.#replace(dropEmpty({ ...this.#snapshot, services: withEntry(this.#snapshot.services, id, undefined) }, 'services'));
+  }
+
+  /** undefined: no registration is configured (the stage has nothing to judge). */
+  setRegistration(r: RegistrationSample | undefined): void {
+    const next: Snapshot = { ...this.#snapshot, registration: r };
+    if (r === undefined) delete next.registration;
+    this.#replace(next);
+  }
+
+  setRestored(r: Restored | undefined): void {
+    const next: Snapshot = { ...this.#snapshot, restored: r };
+    if (r === undefined) delete next.restored;
+    this.#replace(next);
   }
 
   onChange(l: Listener): () => void {
@@ -39,23 +65,20 @@ export class SnapshotStore {
     return () => this.#listeners.delete(l);
   }
 
-  /**
-   * Asks the source of (kind, target) for a sample taken from now on, e.g.
-   * because another upstream just changed and the reading of both must be
-   * of the same moment. The answer arrives as an ordinary snapshot change.
-   */
-  requestFresh(kind: SourceKind, target: string): void {
-    for (const l of this.#freshListeners) if (l.kind === kind && l.target === target) l.run();
-  }
-
-  onFreshRequest(kind: SourceKind, target: string, run: () => void): () => void {
-    const l: FreshListener = { kind, target, run };
-    this.#freshListeners.add(l);
-    return () => this.#freshListeners.delete(l);
-  }
-
   #replace(next: Snapshot): void {
     this.#snapshot = { ...next, version: this.#snapshot.version + 1 };
     for (const l of this.#listeners) l(this.#snapshot);
   }
+}
+
+function withEntry<V>(m: ReadonlyMap<string, V> | undefined, key: string, value: V | undefined): ReadonlyMap<string, V> {
+  const next = new Map(m);
+  if (value === undefined) next.delete(key);
+  else next.set(key, value);
+  return next;
+}
+
+function dropEmpty(s: Snapshot, part: 'hypha' | 'services'): Snapshot {
+  if (s[part]?.size === 0) delete s[part];
+  return s;
 }

@@ -1,12 +1,14 @@
 import type { SourceHealth } from './health';
+import type { HyphaServerSample } from './hypha';
 import type { RayClusterSample } from './ray';
+import type { RegistrationSample } from './registration';
 import type { Restored } from './restored';
 import type { WatchedServiceSample } from './services';
-import type { HyphaSample } from '../registration/types';
 
 // The typed snapshot: everything sources learned in their latest sample, one leaf file per part
-// (health.ts, ray.ts, services.ts, ../registration/types.ts) combined here. Sources write their
-// part through the store's setters; metrics, the status page and the JSON API only read it.
+// (health.ts, ray.ts, hypha.ts, services.ts, registration.ts) combined here. Sources and the
+// registration stage write their part through the store's setters; metrics, the status page and
+// the JSON API only read it.
 
 export * from './health';
 export * from './ray';
@@ -16,10 +18,12 @@ export interface Snapshot {
   /** Increments on every change; renderers rebuild only when it moved. */
   version: number;
   ray: ReadonlyMap<string, RayClusterSample>;
-  /** Watched services by configured id (issue 4). */
+  /** Watched services by configured id. */
   services?: ReadonlyMap<string, WatchedServiceSample>;
-  /** The Hypha registry and per-app registration. */
-  hypha?: HyphaSample;
+  /** Each configured Hypha server's connection and registry, by server name. */
+  hypha?: ReadonlyMap<string, HyphaServerSample>;
+  /** Per-app registration, written by the registration stage. */
+  registration?: RegistrationSample;
   /** State saved before a restart (--storage.path), for sources to continue from; never rendered. */
   restored?: Restored;
 }
@@ -29,6 +33,6 @@ export function sourceHealths(s: Snapshot): SourceHealth[] {
   const out: SourceHealth[] = [];
   for (const r of s.ray.values()) out.push(r.health);
   for (const w of s.services?.values() ?? []) out.push(w.health);
-  if (s.hypha) out.push(s.hypha.health);
+  for (const h of s.hypha?.values() ?? []) out.push(h.health);
   return out;
 }

@@ -74,4 +74,6 @@ export interface Source {
   forget(): void;
   /** One sampling cycle, awaited (tests, and the first cycle at startup). */
   sampleNow(): Promise<void>;
+  /** A cycle that starts from now on (Poller.runFresh), for a stage that must read two upstreams of the same moment. */
+  sampleFresh?(): Promise<void>;
 }

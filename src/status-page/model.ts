@@ -114,9 +114,11 @@ export interface DeploymentV1 {
   scaled_to_zero: boolean;
 }
 
-export { REGISTRATION_STATES } from '../registration/types';
+export { REGISTRATION_STATES } from '../snapshot/registration';
 
 export interface RegistrationV1 {
+  /** Name of the configured Hypha server the app is expected on (an optional field added to version 1). */
+  hypha?: string;
   /** Full Hypha service id the app is expected under ("workspace/client:service"). */
   expected_service_id: string;
   /** A value of REGISTRATION_STATES, or "unknown" while the Ray or Hypha source is down. */

@@ -6,6 +6,8 @@ import { registrationSeverity } from './severity';
 export interface AppRegistrationInput {
   cluster: string;
   app: string;
+  /** The Hypha server the app is expected on. */
+  hypha: string;
   expectedServiceId: string;
   /** registered, missing_*, or unknown while the Ray or Hypha source is down. */
   state: string;
@@ -24,30 +26,28 @@ export interface RegistrationInput {
   workers: { worker: string; up: boolean; error?: string }[];
 }
 
-/**
- * The snapshot's Hypha registration part (issue 3) in the page's terms;
- * undefined while the exporter has no such part.
- */
+/** The snapshot's registration part in the page's terms; undefined while the exporter has no such part. */
 export function registrationInput(s: Snapshot): RegistrationInput | undefined {
-  const h = s.hypha;
-  if (!h) return undefined;
-  const apps = h.apps.map((a): AppRegistrationInput => {
+  const r = s.registration;
+  if (!r) return undefined;
+  const apps = r.apps.map((a): AppRegistrationInput => {
     // Withheld right after a reconnect, and meaningless while Hypha is down: unknown, not missing.
-    const known = h.health.up && a.settled;
-    const out: AppRegistrationInput = { cluster: a.cluster, app: a.app, expectedServiceId: a.service, state: known ? a.state : 'unknown' };
-    if (!h.health.up) out.cause = 'unknown while the Hypha source is down';
+    const hyphaUp = s.hypha?.get(a.hypha)?.health.up === true;
+    const known = hyphaUp && a.settled;
+    const out: AppRegistrationInput = { cluster: a.cluster, app: a.app, hypha: a.hypha, expectedServiceId: a.service, state: known ? a.state : 'unknown' };
+    if (!hyphaUp) out.cause = 'unknown while the Hypha source is down';
     else if (!a.settled) out.cause = 'unknown: Hypha reconnected and providers are still re-registering';
     if (known && a.unregisteredSinceSeconds !== undefined) out.missingSinceSeconds = a.unregisteredSinceSeconds;
     if (a.providerClientId !== undefined) out.clientId = a.providerClientId;
     if (known) out.clientIdMismatch = a.clientIdMismatch;
     if (known && a.causeDeployments) out.causeDeployments = a.causeDeployments;
     // Only a worker tied to this app's cluster speaks for it: another cluster may run an app of the same name.
-    const w = h.workers.find((x) => x.rayCluster === a.cluster && x.apps.some((y) => y.app === a.app));
+    const w = r.workers.find((x) => x.hypha === a.hypha && x.rayCluster === a.cluster && x.apps.some((y) => y.app === a.app));
     const wa = w?.apps.find((y) => y.app === a.app);
     if (w && wa) out.worker = { worker: w.worker, up: w.up, appStatus: wa.status, ...(wa.serviceRegistered !== undefined ? { serviceRegistered: wa.serviceRegistered } : {}) };
     return out;
   });
-  return { apps, workers: h.workers.map((w) => ({ worker: w.worker, up: w.up, ...(w.error ? { error: w.error } : {}) })) };
+  return { apps, workers: r.workers.map((w) => ({ worker: w.worker, up: w.up, ...(w.error ? { error: w.error } : {}) })) };
 }
 
 const CAUSES: Record<string, string> = {
@@ -90,7 +90,7 @@ export function registrationView(s: Snapshot): RegistrationView {
     forApp(cluster, app) {
       const r = byApp.get(`${cluster}\u0000${app.name}`);
       if (!r) return { severity: 'ok', problems: [] };
-      const registration: RegistrationV1 = { expected_service_id: r.expectedServiceId, state: r.state, cause: registrationCause(r.state, r.cause) + serveDetail(r.state, app, r.causeDeployments ?? []) };
+      const registration: RegistrationV1 = { hypha: r.hypha, expected_service_id: r.expectedServiceId, state: r.state, cause: registrationCause(r.state, r.cause) + serveDetail(r.state, app, r.causeDeployments ?? []) };
       if (r.missingSinceSeconds !== undefined) registration.missing_since = r.missingSinceSeconds;
       if (r.clientId !== undefined) registration.client_id = r.clientId;
       if (r.clientIdMismatch !== undefined) registration.client_id_mismatch = r.clientIdMismatch;

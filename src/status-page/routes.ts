@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { VERSION } from '../version';
-import { statusPageScript } from './client';
+import { statusPageScript } from './browser/client';
 import { FAVICON_SVG, PAGE_CSP, statusPageHtml } from './page';
 import { STATUS_CSS } from './styles';
 

@@ -56,6 +56,10 @@ export function startProc(name: string, cmd: string, args: string[], opts: Spawn
       resolve(code ?? sig ?? 'unknown');
     });
   });
+  // A process leaked by a failed setup must not keep the test runner alive (jest would wait for
+  // it forever and CI would hit its time limit): the exit hook above still kills its group.
+  child.unref();
+  for (const s of [child.stdout, child.stderr]) (s as (NodeJS.ReadableStream & { unref?: () => void }) | null)?.unref?.();
   const pid = child.pid;
   const proc: Proc = {
     name, child, pid, logFile, exited,
@@ -74,6 +78,26 @@ export function startProc(name: string, cmd: string, args: string[], opts: Spawn
   };
   live.add(proc);
   return proc;
+}
+
+/**
+ * Starts peers concurrently; when one fails, stops those that started before rethrowing, so a
+ * failed setup leaves no Ray or Hypha running for the rest of the suite.
+ */
+export async function startTogether<T extends readonly unknown[] | []>(
+  starts: T,
+): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled: PromiseSettledResult<unknown>[] = await Promise.allSettled(starts as readonly unknown[]);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) {
+    for (const s of settled) {
+      if (s.status !== 'fulfilled') continue;
+      const peer = s.value as { stop?: () => Promise<unknown>; close?: () => Promise<unknown> };
+      await (peer.stop ?? peer.close)?.call(peer).catch(() => undefined);
+    }
+    throw failed.reason;
+  }
+  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
 }
 
 export async function waitFor<T>(

@@ -11,7 +11,7 @@ import { Alertmanager, startAlertmanager } from './alertmanager';
 import { HyphaHandle, startHypha } from './hypha';
 import { freePort } from './ports';
 import { PrometheusServer, startPrometheus } from './prometheus';
-import { artifactsDir, Proc, repoRoot, startProc, waitFor } from './proc';
+import { artifactsDir, Proc, repoRoot, startProc, waitFor, startTogether } from './proc';
 import { RayCluster, startRay } from './ray';
 import { overriddenRuleFiles } from './rules-override';
 import { startWebhookReceiver } from './webhook-receiver';
@@ -93,7 +93,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     const t0 = Date.now();
     const since = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s`;
     log(`[stack ${since()}] starting Hypha (artifact manager on moto S3) and Ray Serve`);
-    const [hypha, ray] = await Promise.all([startHypha({ enableS3: true, serverId: o.hyphaServerId }), startRay()]);
+    const [hypha, ray] = await startTogether([startHypha({ enableS3: true, serverId: o.hyphaServerId }), startRay()]);
     started.push(hypha, ray);
     log(`[stack ${since()}] Hypha ${hypha.url}, Ray dashboard ${ray.dashboardUrl}`);
     const pagesLog = path.join(artifactsDir(), `pages-${Date.now()}.log`);

@@ -10,7 +10,7 @@ import { Secret } from '../../src/util/secret';
 import { bioengineApp, bioengineServiceIds, callViaDeploymentHandle } from '../helpers/bioengine-apps';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
-import { artifactsDir, waitFor } from '../harness/proc';
+import { artifactsDir, waitFor, startTogether } from '../harness/proc';
 import { AppJson, RayCluster, startRay } from '../harness/ray';
 
 jest.setTimeout(900_000);
@@ -45,7 +45,7 @@ describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () 
     events.filter((e) => (e.type === 'client_connected' || e.type === 'client_disconnected') && e.clientId === clientId && e.receivedAtMs >= from && e.receivedAtMs <= to).map((e) => e.type);
 
   beforeAll(async () => {
-    [ray, hypha] = await Promise.all([startRay(), startHypha({ serverId: 'standin-test' })]);
+    [ray, hypha] = await startTogether([startRay(), startHypha({ serverId: 'standin-test' })]);
     const tokenFile = tmp.write('hypha-token', hypha.rootToken);
     fs.chmodSync(tokenFile, 0o600);
     conn = await connect({ serverUrl: hypha.url, token: new Secret(hypha.rootToken), callTimeoutMs: 5000 });

@@ -20,7 +20,7 @@ import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { startWorkerStandIn, WorkerAppReport, WorkerStandIn } from '../harness/hypha-registrant';
 import { freePort } from '../harness/ports';
-import { artifactsDir, Proc, repoRoot, startProc, waitFor } from '../harness/proc';
+import { artifactsDir, Proc, repoRoot, startProc, waitFor, startTogether } from '../harness/proc';
 import { PrometheusQueryError, PrometheusServer, startPrometheus } from '../harness/prometheus';
 import { RayCluster, rayAppConfig, ServeAppConfig, ServeDeployConfig, startRay } from '../harness/ray';
 import { exporterConfig as stackExporterConfig } from '../harness/stack';
@@ -165,7 +165,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
   const ALL: VariableValues = { job: { all: true }, instance: { all: true }, ray_cluster: { all: true }, app: { all: true }, workspace: { all: true }, service: { all: true }, holder: { all: true } };
 
   beforeAll(async () => {
-    [ray, hypha] = await Promise.all([startRay(), startHypha({ enableS3: true, serverId: HYPHA_SERVER_ID })]);
+    [ray, hypha] = await startTogether([startRay(), startHypha({ enableS3: true, serverId: HYPHA_SERVER_ID })]);
     log(`Ray ${ray.dashboardUrl}, Hypha ${hypha.url} (server id ${HYPHA_SERVER_ID})`);
     // The proxies in Ray read the token from a 0600 file; the exporter from its environment.
     tokenFile = tmp.write('hypha-token', hypha.rootToken);

@@ -14,7 +14,7 @@ import { startRay, RayCluster } from '../harness/ray';
 import { exporterConfig, EXPORTER_JOB } from '../harness/stack';
 import { overriddenRuleFiles } from '../harness/rules-override';
 import { startWebhookReceiver } from '../harness/webhook-receiver';
-import { artifactsDir, repoRoot, waitFor } from '../harness/proc';
+import { artifactsDir, repoRoot, waitFor, startTogether } from '../harness/proc';
 import { PrometheusServer } from '../harness/prometheus';
 import {
   AlertmanagerPeer, ExporterProc, firstNotifier, HA_EXAMPLES, startAlertmanagerCluster, startExporter, startPrometheusFromExample,
@@ -55,7 +55,7 @@ describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers pa
   const log = (m: string) => process.stdout.write(`[ha +${((Date.now() - started) / 1000).toFixed(0)}s] ${m}\n`);
 
   beforeAll(async () => {
-    [hypha, ray] = await Promise.all([startHypha({ enableS3: true, serverId: 'ha-fixed' }), startRay()]);
+    [hypha, ray] = await startTogether([startHypha({ enableS3: true, serverId: 'ha-fixed' }), startRay()]);
     log(`Hypha ${hypha.url}, Ray ${ray.dashboardUrl}`);
     tokenDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ha-token-'));
     tokenFile = path.join(tokenDir, 'hypha-token');

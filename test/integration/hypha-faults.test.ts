@@ -10,7 +10,7 @@ import { memoryLogger, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { deleteWorkspace, Registrant, startRegistrant, workspaceToken } from '../harness/hypha-registrant';
-import { waitFor } from '../harness/proc';
+import { waitFor, startTogether } from '../harness/proc';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 
 jest.setTimeout(600_000);
@@ -33,7 +33,7 @@ describe('Hypha faults', () => {
 
   beforeAll(async () => {
     process.on('unhandledRejection', onRejection);
-    [ray, hypha] = await Promise.all([startRay(), startHypha({ serverId: 'faults' })]);
+    [ray, hypha] = await startTogether([startRay(), startHypha({ serverId: 'faults' })]);
     await ray.deploy(rayAppConfig('two-step.yaml'));
     await ray.waitApp(APP, (a) => a.status === 'RUNNING', 180_000);
   });

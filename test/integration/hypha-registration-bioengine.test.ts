@@ -13,7 +13,7 @@ import { bioengineApp, bioengineServiceIds, callViaDeploymentHandle } from '../h
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
-import { artifactsDir, waitFor } from '../harness/proc';
+import { artifactsDir, waitFor, startTogether } from '../harness/proc';
 import { RayCluster, startRay } from '../harness/ray';
 
 jest.setTimeout(900_000);
@@ -42,7 +42,7 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
     bioengineApp({ name, behaviour: 'upstream', hyphaUrl: hypha.url, tokenFile, initialReplicas, downscaleDelayS, minReplicas, clientIdPrefix: PREFIX });
 
   beforeAll(async () => {
-    [ray, hypha] = await Promise.all([startRay(), startHypha({ serverId: 'be-test' })]);
+    [ray, hypha] = await startTogether([startRay(), startHypha({ serverId: 'be-test' })]);
     process.stdout.write(`ray start: ${ray.startMs} ms; hypha start: ${hypha.startupMs[0]} ms\n`);
     tokenFile = tmp.write('hypha-token', hypha.rootToken);
     fs.chmodSync(tokenFile, 0o600);

@@ -5,12 +5,13 @@ import fs from 'node:fs';
 import { Exporter } from '../../src/exporter';
 import { HyphaMetrics } from '../../src/metrics/hypha';
 import { planHyphaRegistration } from '../../src/sources/hypha/planner';
+import { buildStatus } from '../../src/status-page/build';
 import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, newRootToken, startHypha } from '../harness/hypha';
 import { Registrant, startRegistrant, startWorkerProcess } from '../harness/hypha-registrant';
 import { freePort } from '../harness/ports';
-import { waitFor } from '../harness/proc';
+import { waitFor, startTogether } from '../harness/proc';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 
 jest.setTimeout(900_000);
@@ -77,7 +78,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
   }
 
   beforeAll(async () => {
-    [ray, hypha] = await Promise.all([startRay(), startHypha({ serverId: 'reg-a' })]);
+    [ray, hypha] = await startTogether([startRay(), startHypha({ serverId: 'reg-a' })]);
     process.stdout.write(`ray start: ${ray.startMs} ms; hypha start: ${hypha.startupMs[0]} ms\n`);
     await ray.deploy(rayAppConfig('two-step.yaml'));
     await ray.waitApp(APP, (a) => a.status === 'RUNNING', 240_000);
@@ -108,7 +109,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     // Issue 12 #7: making the first connection is startup, not a failure to count or to show.
     expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', target: 'local', reason: 'connect' })).toBe(0);
     expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', target: 'local', reason: 'timeout' })).toBe(0);
-    expect(ex.exporter.store.get().hypha?.health.lastError).toBeUndefined();
+    expect(ex.exporter.store.get().hypha?.get('local')?.health.lastError).toBeUndefined();
     expect(ex.lines.filter((l) => /hypha source down/.test(l))).toEqual([]);
 
     const reg = await registrant(BRIDGE);
@@ -242,6 +243,93 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     expect(seriesValue(after, 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'connect' })).toBe(connectErrors);
     expect(seriesValue(after, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
     expect(seriesValue(after, 'hypha_serve_source_interval_seconds', { source: 'hypha', target: 'local' })).toBe(3);
+  });
+
+  it('a reload that adds a Ray cluster and a mapping keeps the Hypha connection, the series and the spell', async () => {
+    const text = configText({ url: hypha.url, tokenFile: tokenFile() });
+    const ex = runExporter(text, 'reload-cluster');
+    await waitFor('missing', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 0, 60_000, 100);
+    const since = seriesValue(await ex.scrape(), 'hypha_serve_app_unregistered_since_timestamp_seconds', { ray_cluster: 'test', app: APP });
+    expect(since).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 1100));
+    // The same Ray dashboard under a second name, with its own mapping: an added cluster and a changed mapping list.
+    const added = text
+      .replace('ray_clusters:\n', `ray_clusters:\n  - {name: twin, dashboard_url: "${ray.dashboardUrl}", interval: 500ms}\n`)
+      .replace('  clusters:\n', `  clusters:\n    - cluster: twin\n      templates:\n        - {service: "{workspace}/other-bridge:{app}", include: "^${APP}$"}\n`);
+    tmp.write('reload-cluster.yml', added);
+    expect(ex.exporter.reload().ok).toBe(true);
+    const gaps: string[] = [];
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline) {
+      const t = await ex.scrape();
+      if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) !== 1) gaps.push('source_up not 1');
+      if (seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'test', app: APP }) !== 0) gaps.push('app_registered not 0');
+      if (seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { ray_cluster: 'test', app: APP }) !== since) gaps.push('unregistered_since moved');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect([...new Set(gaps)]).toEqual([]);
+    await waitFor('the added cluster judged', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { ray_cluster: 'twin', app: APP }) === 0, 30_000, 100);
+    const after = await ex.scrape();
+    expect(seriesValue(after, 'hypha_serve_app_expected_service_info', { ray_cluster: 'twin', app: APP, service: `ws-user-root/other-bridge:${APP}` })).toBe(1);
+    // One connection throughout: the websocket was never rebuilt.
+    expect(ex.lines.filter((l) => /"connected to hypha"|"reconnected to hypha"|rebuilding hypha connection/.test(l))).toHaveLength(1);
+    expect(seriesValue(after, 'hypha_serve_hypha_reconnects_total', { target: 'local' })).toBe(0);
+  });
+
+  it('two Hypha servers: each mapping is judged on its own server, and one server down silences only its apps', async () => {
+    const lab = await startHypha({ serverId: 'reg-lab' });
+    try {
+      const labToken = tmp.write('lab-token', lab.rootToken);
+      fs.chmodSync(labToken, 0o600);
+      const text = [
+        'global: {interval: 2s, timeout: 2s}',
+        'ray_clusters:',
+        `  - {name: test, dashboard_url: "${ray.dashboardUrl}", interval: 500ms}`,
+        `  - {name: twin, dashboard_url: "${ray.dashboardUrl}", interval: 500ms}`,
+        'hypha:',
+        `  - {name: local, server_url: "${hypha.url}", bearer_token_file: "${tokenFile()}"}`,
+        `  - {name: lab, server_url: "${lab.url}", bearer_token_file: "${labToken}"}`,
+        'watched_services: []',
+        'hypha_registration:',
+        '  clusters:',
+        '    - cluster: test',
+        '      templates:',
+        `        - {service: "{workspace}/${BRIDGE}:{app}", include: "^${APP}$"}`,
+        '    - cluster: twin',
+        '      hypha: lab',
+        '      templates:',
+        `        - {service: "{workspace}/${BRIDGE}:{app}", include: "^${APP}$"}`,
+        '',
+      ].join('\n');
+      const ex = runExporter(text, 'two-servers');
+      // The app registers on the lab server only.
+      const r = await startRegistrant({ serverUrl: lab.url, token: lab.rootToken, prefix: 'unused', app: APP, clientId: BRIDGE, type: 'generic' });
+      registrants.push(r);
+      await r.register();
+      await waitFor('both clusters judged', async () => {
+        const t = await ex.scrape();
+        return seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'twin', app: APP, hypha: 'lab' }) === 1
+          && seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'test', app: APP, hypha: 'local' }) === 0;
+      }, 60_000, 100);
+      let t = await ex.scrape();
+      expect(seriesCount(t, 'hypha_serve_app_registered', { app: APP })).toBe(2);
+      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'lab' })).toBe(1);
+      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(1);
+      // The status page names the server of each registration.
+      const status = buildStatus({ snapshot: ex.exporter.store.get(), transitions: [], transitionsCapacity: 0, ready: true, version: 'test', revision: 'test', now: Date.now() / 1000 });
+      const regs = status.apps.filter((a) => a.app === APP).map((a) => [a.cluster, a.registration?.hypha, a.registration?.state]).sort();
+      expect(regs).toEqual([['test', 'local', 'missing_history_unknown'], ['twin', 'lab', 'registered']]);
+
+      await lab.stop();
+      await waitFor('lab down', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'lab' }) === 0, 30_000, 100);
+      t = await ex.scrape();
+      // Unknown, not "not registered": the lab apps' gauges are absent; the local ones carry on.
+      expect(seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'twin', app: APP })).toBeUndefined();
+      expect(seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'test', app: APP, hypha: 'local' })).toBe(0);
+      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(1);
+    } finally {
+      await lab.stop().catch(() => undefined);
+    }
   });
 
   it('a frozen BioEngine worker that Hypha still lists times out alone: the registry connection is not rebuilt', async () => {

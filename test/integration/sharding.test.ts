@@ -13,7 +13,7 @@ import { startRay, RayCluster } from '../harness/ray';
 import { Alertmanager, startAlertmanager } from '../harness/alertmanager';
 import { overriddenRuleFiles } from '../harness/rules-override';
 import { startWebhookReceiver } from '../harness/webhook-receiver';
-import { artifactsDir, repoRoot, waitFor } from '../harness/proc';
+import { artifactsDir, repoRoot, waitFor, startTogether } from '../harness/proc';
 import { PrometheusServer } from '../harness/prometheus';
 import { freePort } from '../harness/ports';
 import { ExporterProc, HA_EXAMPLES, startExporter, startPrometheusFromExample } from '../harness/ha-stack';
@@ -61,7 +61,9 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
   let tokenDir = '';
 
   beforeAll(async () => {
-    [hypha, rayEast, rayWest] = await Promise.all([startHypha({}), startRay({ numCpus: 2 }), startRay({ numCpus: 1 })]);
+    [hypha, rayEast] = await startTogether([startHypha({}), startRay({ numCpus: 2 })]);
+    // One Ray head at a time: two starting at once on 2 cores can miss the raylet's registration.
+    rayWest = await startRay({ numCpus: 1 });
     tokenDir = fs.mkdtempSync(path.join(os.tmpdir(), 'shard-token-'));
     fs.writeFileSync(path.join(tokenDir, 'hypha-token'), hypha.rootToken, { mode: 0o600 });
     receiver = await startWebhookReceiver(path.join(artifactsDir(), `pages-sharding-${Date.now()}.log`));

@@ -2,9 +2,9 @@
 // against the exporter attached to a real Ray Serve 2.60 cluster and a real
 // Hypha server with its artifact manager: an app that scales to zero and wakes
 // up, two DEPLOY_FAILED apps (one named and failing with an HTML payload), a
-// BioEngine-like app whose proxy deregisters it at zero (seed 000), Hypha
-// restarting under a new artifact-manager client id (seed 003), then the Ray
-// dashboard going away.
+// BioEngine-like app whose proxy deregisters it at zero (the first incident),
+// Hypha restarting under a new artifact-manager client id (the second), then
+// the Ray dashboard going away.
 import fs from 'node:fs';
 import type { Server } from 'node:http';
 import os from 'node:os';
@@ -21,8 +21,18 @@ import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { bioengineClientId, startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
 import { freePort } from '../harness/ports';
-import { artifactsDir, waitFor } from '../harness/proc';
+import { artifactsDir, waitFor, startTogether } from '../harness/proc';
 import { RayCluster, rayAppConfig, ServeAppConfig, startRay } from '../harness/ray';
+
+
+// The page.evaluate callbacks run in Chromium. This program has no DOM typings (the server code it
+// shares a tsconfig with must not see them), so the browser globals those callbacks touch are declared
+// here, loosely: what they return is checked by the assertions, not by the compiler.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const document: any;
+declare const window: any;
+declare function getComputedStyle(e: unknown, pseudo?: string): any;
+type HTMLElement = any;
 
 jest.setTimeout(600_000);
 
@@ -62,7 +72,7 @@ describe('status page in a real browser against real Ray Serve', () => {
 
   beforeAll(async () => {
     const t0 = Date.now();
-    [ray, hypha] = await Promise.all([startRay(), startHypha({ enableS3: true })]);
+    [ray, hypha] = await startTogether([startRay(), startHypha({ enableS3: true })]);
     process.stdout.write(`Ray ${ray.rayVersion} and Hypha (moto S3) up in ${Date.now() - t0} ms\n`);
     tokenFile = tmp.write('hypha-token', hypha.rootToken);
     fs.chmodSync(tokenFile, 0o600);
@@ -269,7 +279,7 @@ watched_services:
     const reply = await ray.request('/two-step?text=hi', 120_000);
     expect(reply.status).toBe(200);
     await page.waitForFunction(() => {
-      const row = Array.from(document.querySelectorAll<HTMLElement>('#apps tbody tr')).find((r) => !r.hidden);
+      const row = Array.from((document.querySelectorAll('#apps tbody tr') as HTMLElement[])).find((r: HTMLElement) => !r.hidden);
       return row !== undefined && /Worker \S+ running [12]\//.test(row.innerText);
     }, undefined, { timeout: 60_000 });
     expect(await refreshes()).toBeGreaterThan(n);
@@ -350,8 +360,8 @@ watched_services:
     await page.waitForSelector('body[data-refreshes]');
     await ray.stopDashboard();
     const rayRow = page.locator('#sources > .body > table tbody tr').filter({ has: page.locator('td[data-label="Source"]').getByText('ray', { exact: true }) });
-    await page.waitForFunction(() => Array.from(document.querySelectorAll<HTMLElement>('#sources > .body > table tbody tr'))
-      .some((r) => /^ray\s+test\s+down/.test(r.innerText)), undefined, { timeout: 60_000 });
+    await page.waitForFunction(() => Array.from((document.querySelectorAll('#sources > .body > table tbody tr') as HTMLElement[]))
+      .some((r: HTMLElement) => /^ray\s+test\s+down/.test(r.innerText)), undefined, { timeout: 60_000 });
     expect(await page.locator('#summary').innerText()).toMatch(/sources \d up, [1-9] down/);
     const rows = await visibleAppRows();
     expect(rows).toHaveLength(1);

@@ -1,9 +1,8 @@
-// A lost registration waits for a Serve sample that can explain it (seed 000:
-// the proxy deregisters as soon as its sibling reaches zero, before our next
-// Ray reading), and the Ray poller can be asked for a cycle that starts later.
+// A lost registration waits for a Serve sample that can explain it (the BioEngine
+// proxy deregisters as soon as its sibling reaches zero, before our next Ray
+// reading), and the Ray poller can be asked for a cycle that starts later.
 import { CauseConfirmation } from '../../src/registration/confirm';
 import { Poller } from '../../src/sources/poller';
-import { SnapshotStore } from '../../src/snapshot/store';
 
 describe('CauseConfirmation', () => {
   beforeEach(() => jest.useFakeTimers());
@@ -88,20 +87,5 @@ describe('Poller.runFresh', () => {
     await p.stop();
     await p.runFresh();
     expect(starts).toEqual([1, 2, 3]);
-  });
-});
-
-describe('SnapshotStore.requestFresh', () => {
-  it('reaches only the source of that kind and target, until it unsubscribes', () => {
-    const store = new SnapshotStore();
-    const got: string[] = [];
-    const off = store.onFreshRequest('ray', 'a', () => got.push('ray/a'));
-    store.onFreshRequest('ray', 'b', () => got.push('ray/b'));
-    store.onFreshRequest('hypha', 'a', () => got.push('hypha/a'));
-    store.requestFresh('ray', 'a');
-    off();
-    store.requestFresh('ray', 'a');
-    store.requestFresh('ray', 'b');
-    expect(got).toEqual(['ray/a', 'ray/b']);
   });
 });

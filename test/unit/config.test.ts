@@ -85,6 +85,34 @@ describe('config loading', () => {
     expectError('ray_clusters:\n  - name: a\n    dashboard_url: http://h:1\n  - name: a\n    dashboard_url: http://h:2\n', /ray_clusters\[1\]\.name/, 4, /duplicate/);
   });
 
+  it('hypha: one server as an object or several as a list; mappings name their server', () => {
+    const one = load('hypha: {name: main, server_url: "https://hypha.example"}\n');
+    expect(one.hyphaServers.map((h) => h.name)).toEqual(['main']);
+    expect(one.hypha?.name).toBe('main');
+    const two = load([
+      'ray_clusters:',
+      '  - {name: a, dashboard_url: "http://127.0.0.1:8265"}',
+      'hypha:',
+      '  - {name: public, server_url: "https://hypha.example", bearer_token_env: T1}',
+      '  - {name: lab, server_url: "http://hypha.lab:9527", bearer_token_env: T2}',
+      'hypha_registration:',
+      '  clusters: [{cluster: a, hypha: lab}]',
+      '',
+    ].join('\n'), { T1: 'token-one', T2: 'token-two' });
+    expect(two.hyphaServers.map((h) => [h.name, h.token?.reveal()])).toEqual([['public', 'token-one'], ['lab', 'token-two']]);
+    expect(two.hypha?.name).toBe('public');
+    expect(two.hyphaRegistration.clusters[0].hypha).toBe('lab');
+    expect(JSON.stringify(two)).not.toMatch(/token-one|token-two/);
+  });
+
+  it('hypha: errors name the field inside the form used (object or list), duplicates and unknown servers', () => {
+    expectError('hypha:\n  name: main\n  server_url: "ftp://x"\n', /^hypha\.server_url$/, 3, /url|http/i);
+    expectError('hypha:\n  - {name: a, server_url: "https://x"}\n  - {name: b, server_urll: "https://y"}\n', /^hypha\[1\]\.server_urll$/, 3, /unknown key "server_urll"/);
+    expectError('hypha:\n  - {name: a, server_url: "https://x"}\n  - {name: a, server_url: "https://y"}\n', /^hypha\[1\]\.name$/, 3, /duplicate Hypha server name "a"/);
+    expectError('ray_clusters:\n  - {name: c, dashboard_url: "http://x:8265"}\nhypha: {name: a, server_url: "https://x"}\nhypha_registration:\n  clusters:\n    - cluster: c\n      hypha: nope\n', /hypha_registration\.clusters\[0\]\.hypha/, 7, /no hypha server is named "nope"/);
+    expectError('hypha: []\n', /^hypha$/, 1, /.+/);
+  });
+
   it('reports a missing config file', () => {
     expect(() => loadConfig('/nonexistent/c.yml')).toThrow(/\/nonexistent\/c\.yml: cannot read config file: ENOENT/);
   });
@@ -93,7 +121,7 @@ describe('config loading', () => {
 describe('source fingerprints', () => {
   it('change when a token changes and not otherwise', () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { fingerprint } = require('../../src/sources/registry') as typeof import('../../src/sources/registry');
+    const { fingerprint } = require('../../src/sources/fingerprint') as typeof import('../../src/sources/fingerprint');
     const { Secret } = require('../../src/util/secret') as typeof import('../../src/util/secret');
     const a = fingerprint({ url: 'x', token: new Secret('one') });
     expect(fingerprint({ url: 'x', token: new Secret('one') })).toBe(a);

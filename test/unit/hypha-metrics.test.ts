@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { HyphaMetrics } from '../../src/metrics/hypha';
-import type { AppRegistration, HyphaSample } from '../../src/registration/types';
+import type { AppRegistration } from '../../src/snapshot/registration';
+import { hyphaParts } from '../helpers/hypha-snapshot';
 import { newSourceHealth, RayClusterSample, Snapshot } from '../../src/snapshot/types';
 import { seriesCount, seriesValue } from '../helpers/exporter';
 
@@ -16,22 +17,21 @@ function ray(cluster: string, up = true): RayClusterSample {
 
 function reg(over: Partial<AppRegistration>): AppRegistration {
   return {
-    cluster: 'A', app: 'x', workspace: 'bio', service: 'bio/w-a-1234abcd:x', registered: false, state: 'missing_scaled_to_zero',
+    cluster: 'A', app: 'x', hypha: 'main', workspace: 'bio', service: 'bio/w-a-1234abcd:x', registered: false, state: 'missing_scaled_to_zero',
     unregisteredSinceSeconds: 1000, clientIdMismatch: false, clientIdChangesTotal: 0, settled: true,
     history: { birthObserved: true, everRegistered: true, clientIdChanges: 0 }, ...over,
   };
 }
 
 function snapshot(apps: AppRegistration[], hyphaUp = true, rayUp = true): Snapshot {
-  const hypha: HyphaSample = {
-    target: 'main', health: { ...newSourceHealth('hypha', 'main'), up: hyphaUp }, reconnectsTotal: 0, generation: 1, apps,
+  const hypha = hyphaParts({
+    target: 'main', up: hyphaUp, apps,
     workers: [
       { worker: 'bio/w-a:bioengine-worker', workspace: 'bio', clientId: 'w-a', up: true, rayCluster: 'A', apps: [{ app: 'x', status: 'RUNNING' }] },
       { worker: 'bio/w-z:bioengine-worker', workspace: 'bio', clientId: 'w-z', up: true, apps: [{ app: 'x', status: 'RUNNING', serviceRegistered: true }] },
     ],
-    servicesByWorkspace: {}, eventsTotal: {},
-  };
-  return { version: 1, ray: new Map([['A', ray('A', rayUp)], ['B', ray('B')]]), hypha };
+  });
+  return { version: 1, ray: new Map([['A', ray('A', rayUp)], ['B', ray('B')]]), ...hypha };
 }
 
 async function render(s: Snapshot): Promise<string> {

@@ -272,14 +272,14 @@ describe('RegistrationTracker', () => {
     expect(t.evaluateCluster('c', [woken], exp('a'), new ProviderIndex([reg()]), input(1240))[0].state).toBe('registered');
   });
 
-  it('a restarted tracker seeded with the published evaluation continues spells and history (reload)', () => {
+  it('a restarted tracker given the published histories continues spells and history (restart)', () => {
     const t = new RegistrationTracker();
     t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100));
     const published = t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1200));
     const next = new RegistrationTracker();
-    next.seed(published);
+    next.restore(new Map(published.map((a) => [`${a.cluster}\u0000${a.app}`, a.history])));
     expect(next.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1300))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
-    // Without the seed the history is unknown: the honest cause, and the spell restarts.
+    // Without them the history is unknown: the honest cause, and the spell restarts.
     // (The app was deployed at 1000; this exporter started at 1250.)
     expect(new RegistrationTracker().evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1300, { startedSeconds: 1250 }))[0]).toMatchObject({ state: 'missing_history_unknown', unregisteredSinceSeconds: 1300 });
   });
@@ -325,8 +325,11 @@ describe('hypha_registration config', () => {
     expect(bad({ interval: '1s', typo: true })).toBe(false);
     expect(bad({ clusters: [{ cluster: 'c', templates: [{ service: '{workspace}/*:{app}' }] }] })).toBe(true);
     const raw = hyphaRegistrationSchema.parse({ clusters: [{ cluster: 'nope' }] });
-    expect(checkHyphaRegistration(raw, ['c'])).toEqual({ path: ['hypha_registration', 'clusters', 0, 'cluster'], problem: 'no ray_clusters entry is named "nope"' });
-    expect(checkHyphaRegistration(raw, ['nope'])).toBeUndefined();
+    expect(checkHyphaRegistration(raw, ['c'], [])).toEqual({ path: ['hypha_registration', 'clusters', 0, 'cluster'], problem: 'no ray_clusters entry is named "nope"' });
+    expect(checkHyphaRegistration(raw, ['nope'], [])).toBeUndefined();
+    const named = hyphaRegistrationSchema.parse({ clusters: [{ cluster: 'c', hypha: 'lab' }] });
+    expect(checkHyphaRegistration(named, ['c'], ['public'])).toEqual({ path: ['hypha_registration', 'clusters', 0, 'hypha'], problem: 'no hypha server is named "lab"' });
+    expect(checkHyphaRegistration(named, ['c'], ['public', 'lab'])).toBeUndefined();
   });
 });
 

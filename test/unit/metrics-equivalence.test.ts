@@ -6,14 +6,16 @@ import path from 'node:path';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { MetricsRenderer } from '../../src/metrics/renderer';
 import { HyphaMetrics } from '../../src/metrics/hypha';
-import { isMissing, REGISTRATION_STATES } from '../../src/registration/types';
-import type { AppRegistration, HyphaSample } from '../../src/registration/types';
+import { isMissing, REGISTRATION_STATES } from '../../src/snapshot/registration';
+import type { HyphaServerSample } from '../../src/snapshot/hypha';
+import type { AppRegistration } from '../../src/snapshot/registration';
 import { SnapshotStore } from '../../src/snapshot/store';
 import {
   APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS, newSourceHealth, RayClusterSample, Snapshot, sourceHealths,
 } from '../../src/snapshot/types';
 import { parseServeInstance } from '../../src/sources/ray-serve/parse';
 import { parseExposition, seriesSet } from './metrics-parse';
+import { hyphaParts, putSnapshot } from '../helpers/hypha-snapshot';
 
 // ---------------------------------------------------------------- the replaced renderer (oracle)
 function g(r: Registry, name: string, labelNames: readonly string[]): Gauge<string> {
@@ -94,6 +96,7 @@ async function legacyRender(s: Snapshot): Promise<string> {
   const REG = ['ray_cluster', 'app', 'hypha'];
   const reconnects = c(r, 'hypha_serve_hypha_reconnects_total', ['target']);
   const generation = g(r, 'hypha_serve_hypha_connection_generation', ['target']);
+  const hyphaMalformed = c(r, 'hypha_serve_hypha_malformed_entries_total', ['target']);
   const registered = g(r, 'hypha_serve_app_registered', REG);
   const expected = g(r, 'hypha_serve_app_expected_service_info', [...REG, 'workspace', 'service']);
   const regState = g(r, 'hypha_serve_app_registration_state', [...REG, 'state']);
@@ -103,32 +106,33 @@ async function legacyRender(s: Snapshot): Promise<string> {
   const workerUp = g(r, 'hypha_serve_worker_up', ['hypha', 'worker']);
   const workerStatus = g(r, 'hypha_serve_worker_app_status', ['hypha', 'worker', 'ray_cluster', 'app', 'status']);
   const workerReg = g(r, 'hypha_serve_worker_app_service_registered', ['hypha', 'worker', 'ray_cluster', 'app']);
-  const h = s.hypha;
-  if (h) {
-    const hypha = h.target;
-    reconnects.inc({ target: hypha }, h.reconnectsTotal);
-    if (h.generation > 0) generation.set({ target: hypha }, h.generation);
-    for (const a of h.apps) {
-      const l = { ray_cluster: a.cluster, app: a.app, hypha };
-      changes.inc(l, a.clientIdChangesTotal);
-      expected.set({ ...l, workspace: a.workspace, service: a.service }, 1);
-      const rayUp = s.ray.get(a.cluster)?.health.up === true;
-      if (!h.health.up || !rayUp || !a.settled) continue;
-      registered.set(l, a.registered ? 1 : 0);
-      stateSet(regState, l, 'state', REGISTRATION_STATES, a.state);
-      mismatch.set(l, a.clientIdMismatch ? 1 : 0);
-      if (isMissing(a.state) && a.unregisteredSinceSeconds !== undefined) since.set(l, a.unregisteredSinceSeconds);
-    }
-    if (h.health.up) {
-      for (const w of h.workers) {
-        workerUp.set({ hypha, worker: w.worker }, w.up ? 1 : 0);
-        if (!w.up) continue;
-        for (const app of w.apps) {
-          const wl = { hypha, worker: w.worker, ray_cluster: w.rayCluster ?? '', app: app.app };
-          stateSet(workerStatus, wl, 'status', APP_STATUSES, app.status);
-          if (app.serviceRegistered !== undefined) workerReg.set(wl, app.serviceRegistered ? 1 : 0);
-        }
-      }
+  const servers: ReadonlyMap<string, HyphaServerSample> = s.hypha ?? new Map();
+  for (const h of servers.values()) {
+    reconnects.inc({ target: h.target }, h.reconnectsTotal);
+    if (h.generation > 0) generation.set({ target: h.target }, h.generation);
+    hyphaMalformed.inc({ target: h.target }, h.malformedTotal);
+  }
+  for (const a of s.registration?.apps ?? []) {
+    const hypha = a.hypha;
+    const l = { ray_cluster: a.cluster, app: a.app, hypha };
+    changes.inc(l, a.clientIdChangesTotal);
+    expected.set({ ...l, workspace: a.workspace, service: a.service }, 1);
+    const rayUp = s.ray.get(a.cluster)?.health.up === true;
+    if (servers.get(hypha)?.health.up !== true || !rayUp || !a.settled) continue;
+    registered.set(l, a.registered ? 1 : 0);
+    stateSet(regState, l, 'state', REGISTRATION_STATES, a.state);
+    mismatch.set(l, a.clientIdMismatch ? 1 : 0);
+    if (isMissing(a.state) && a.unregisteredSinceSeconds !== undefined) since.set(l, a.unregisteredSinceSeconds);
+  }
+  for (const w of s.registration?.workers ?? []) {
+    const hypha = w.hypha;
+    if (servers.get(hypha)?.health.up !== true) continue;
+    workerUp.set({ hypha, worker: w.worker }, w.up ? 1 : 0);
+    if (!w.up) continue;
+    for (const app of w.apps) {
+      const wl = { hypha, worker: w.worker, ray_cluster: w.rayCluster ?? '', app: app.app };
+      stateSet(workerStatus, wl, 'status', APP_STATUSES, app.status);
+      if (app.serviceRegistered !== undefined) workerReg.set(wl, app.serviceRegistered ? 1 : 0);
     }
   }
   return r.metrics();
@@ -144,7 +148,7 @@ function comparable(text: string): Set<string> {
 
 function storeWith(s: Omit<Snapshot, 'version'>): SnapshotStore {
   const store = new SnapshotStore();
-  store.update(() => ({ ...s, version: 0 }));
+  putSnapshot(store, { ...s, version: 0 });
   return store;
 }
 
@@ -159,7 +163,7 @@ function rayFixture(version: string, file: string, cluster = 'rec'): RayClusterS
 
 function reg(over: Partial<AppRegistration>): AppRegistration {
   return {
-    cluster: 'rec', app: 'two-step', workspace: 'bio', service: 'bio/w-a-1234abcd:two-step', registered: false, state: 'missing_scaled_to_zero',
+    cluster: 'rec', app: 'two-step', hypha: 'main', workspace: 'bio', service: 'bio/w-a-1234abcd:two-step', registered: false, state: 'missing_scaled_to_zero',
     unregisteredSinceSeconds: 1000, clientIdMismatch: false, clientIdChangesTotal: 2, settled: true,
     history: { birthObserved: true, everRegistered: true, clientIdChanges: 2 }, ...over,
   };
@@ -167,7 +171,7 @@ function reg(over: Partial<AppRegistration>): AppRegistration {
 
 function registrationSnapshot(hyphaUp: boolean): Omit<Snapshot, 'version'> {
   const down = { ...rayFixture('2.60', 'app-running.json', 'down'), health: { ...newSourceHealth('ray', 'down'), up: false }, state: undefined };
-  const hypha: HyphaSample = {
+  const hypha = hyphaParts({
     target: 'main', health: { ...newSourceHealth('hypha', 'main', 30), up: hyphaUp, lastSuccessSeconds: 1790000001 }, reconnectsTotal: 4, generation: 5,
     apps: [
       reg({}),
@@ -182,9 +186,9 @@ function registrationSnapshot(hyphaUp: boolean): Omit<Snapshot, 'version'> {
       { worker: 'bio/w-z:bioengine-worker', workspace: 'bio', clientId: 'w-z', up: true, apps: [{ app: 'x', status: 'DEPLOYING' }] },
       { worker: 'bio/w-down:bioengine-worker', workspace: 'bio', clientId: 'w-down', up: false, apps: [{ app: 'x', status: 'RUNNING' }] },
     ],
-    servicesByWorkspace: {}, eventsTotal: {},
-  };
-  return { ray: new Map([['rec', rayFixture('2.60', 'app-running.json')], ['down', down]]), hypha };
+    eventsTotal: {},
+  });
+  return { ray: new Map([['rec', rayFixture('2.60', 'app-running.json')], ['down', down]]), ...hypha };
 }
 
 describe('table renderer ≡ replaced prom-client renderer', () => {
@@ -218,7 +222,7 @@ describe('table renderer ≡ replaced prom-client renderer', () => {
     const store = storeWith(registrationSnapshot(true));
     const renderer = new MetricsRenderer(store, [(r) => new HyphaMetrics(r)]);
     const old = comparable(await legacyRender(store.get()));
-    store.update((s) => ({ ...s, hypha: { ...(s.hypha as HyphaSample), reconnectsTotal: 5 } }));
+    store.setHyphaServer({ ...store.get().hypha!.get('main')!, reconnectsTotal: 5 });
     const now = comparable(await renderer.render());
     expect(now).not.toEqual(old);
     expect([...now].filter((x) => !old.has(x))).toEqual(['hypha_serve_hypha_reconnects_total{target="main"} 5']);

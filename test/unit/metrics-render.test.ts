@@ -6,9 +6,9 @@ import path from 'node:path';
 import { HyphaMetrics } from '../../src/metrics/hypha';
 import { MetricsRenderer } from '../../src/metrics/renderer';
 import { escapeLabelValue, sampleLine } from '../../src/metrics/text';
-import type { HyphaSample } from '../../src/registration/types';
 import { SnapshotStore } from '../../src/snapshot/store';
 import { newSourceHealth, RayClusterSample, ServeApp, Snapshot } from '../../src/snapshot/types';
+import { hyphaParts, putSnapshot } from '../helpers/hypha-snapshot';
 import { tmpDir } from '../helpers/tmp';
 import { parseExposition, seriesSet } from './metrics-parse';
 
@@ -34,21 +34,21 @@ function cluster(name: string, apps: ServeApp[]): RayClusterSample {
 
 function hostileSnapshot(): Omit<Snapshot, 'version'> {
   const c = 'clu"ster\\\n日本';
-  const hypha: HyphaSample = {
+  const hypha = hyphaParts({
     target: 'hy"pha', health: { ...newSourceHealth('hypha', 'hy"pha', 30), up: true, lastSuccessSeconds: Date.now() / 1000 }, reconnectsTotal: 1, generation: 2,
     apps: HOSTILE.map((n) => ({
-      cluster: c, app: n, workspace: 'w"s', service: `w"s/*:${n}`, registered: false, state: 'missing_never_registered' as const, unregisteredSinceSeconds: 1000,
+      cluster: c, app: n, hypha: 'hy"pha', workspace: 'w"s', service: `w"s/*:${n}`, registered: false, state: 'missing_never_registered' as const, unregisteredSinceSeconds: 1000,
       clientIdMismatch: false, clientIdChangesTotal: 0, settled: true, history: { birthObserved: true, everRegistered: false, clientIdChanges: 0 },
     })),
     workers: [{ worker: 'w"s/c\\1:bioengine-worker', workspace: 'w"s', clientId: 'c\\1', up: true, rayCluster: c, apps: HOSTILE.map((n) => ({ app: n, status: 'RUNNING', serviceRegistered: true })) }],
-    servicesByWorkspace: {}, eventsTotal: {},
-  };
-  return { ray: new Map([[c, cluster(c, HOSTILE.map((n) => app(n)))]]), hypha };
+    eventsTotal: {},
+  });
+  return { ray: new Map([[c, cluster(c, HOSTILE.map((n) => app(n)))]]), ...hypha };
 }
 
 function storeWith(s: Omit<Snapshot, 'version'>): SnapshotStore {
   const store = new SnapshotStore();
-  store.update(() => ({ ...s, version: 0 }));
+  putSnapshot(store, { ...s, version: 0 });
   return store;
 }
 

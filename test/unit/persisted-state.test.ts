@@ -2,8 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Exporter } from '../../src/exporter';
-import type { AppRegistration, HyphaSample } from '../../src/registration/types';
-import { RegistrationTracker, TrackerInput, ProviderIndex } from '../../src/registration/tracker';
+import { RegistrationTracker, TrackedRegistration, TrackerInput, ProviderIndex } from '../../src/registration/tracker';
 import { loadPersistedState, MAX_RESTORE_AGE_SECONDS, persistedStateOf, PersistedStateWriter, registrationKey, STATE_FILE } from '../../src/snapshot/persisted';
 import type { WatchedServiceSample } from '../../src/snapshot/services';
 import { SnapshotStore } from '../../src/snapshot/store';
@@ -11,6 +10,7 @@ import { newSourceHealth } from '../../src/snapshot/types';
 import { WatchState } from '../../src/sources/services/state';
 import type { ServeApp } from '../../src/snapshot/types';
 import { memoryLogger } from '../helpers/exporter';
+import { putHypha, putSnapshot } from '../helpers/hypha-snapshot';
 
 // Issue 12 #5: what must survive an exporter restart so that the restart neither ends a page
 // (the incident-2 witness) nor makes the exporter claim a cause it cannot know.
@@ -29,16 +29,16 @@ function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'state-'));
 }
 
-function storeWith(apps: AppRegistration[], canaryStale: boolean): SnapshotStore {
+function storeWith(apps: TrackedRegistration[], canaryStale: boolean): SnapshotStore {
   const store = new SnapshotStore();
-  const hypha: HyphaSample = { target: 'main', health: newSourceHealth('hypha', 'main'), reconnectsTotal: 0, generation: 1, apps, workers: [], servicesByWorkspace: {}, eventsTotal: {} };
   const w = {
     service: 'public/artifact-manager',
     health: newSourceHealth('hypha_service', 'public/artifact-manager'),
     cached: [], calls: [], lastProbes: {}, clientIdChangesTotal: 0, canaryReresolvesTotal: 0,
     canary: { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, ...(canaryStale ? { staleSinceSeconds: 200 } : {}) },
   } as unknown as WatchedServiceSample;
-  store.update((s) => ({ ...s, hypha, services: new Map([[w.service, w]]) }));
+  putHypha(store, { target: 'main', health: newSourceHealth('hypha', 'main'), reconnectsTotal: 0, generation: 1, apps: apps.map((a) => ({ ...a, hypha: 'main' })), workers: [], eventsTotal: {} });
+  store.setService(w.service, w);
   return store;
 }
 
@@ -104,7 +104,7 @@ describe('state that survives a restart', () => {
     const { log } = memoryLogger();
     const a = new Exporter({ configFile: cfg, log, storagePath: path.join(dir, 'data') });
     a.start();
-    a.store.update((s) => ({ ...s, ...storeWith([], true).get(), version: s.version }));
+    putSnapshot(a.store, storeWith([], true).get());
     await a.stop();
     expect(JSON.parse(fs.readFileSync(path.join(dir, 'data', STATE_FILE), 'utf8')).witnesses).toHaveProperty(['public/artifact-manager']);
     const { log: log2, lines } = memoryLogger();

@@ -7,8 +7,7 @@ import path from 'node:path';
 import vm from 'node:vm';
 import Ajv2020 from 'ajv/dist/2020';
 import pino from 'pino';
-import { withHypha } from '../../src/registration/snapshot';
-import type { AppRegistration, HyphaSample } from '../../src/registration/types';
+import type { AppRegistration } from '../../src/snapshot/registration';
 import { createApp } from '../../src/server/app';
 import { parseServeInstance } from '../../src/sources/ray-serve/parse';
 import type { WatchedServiceSample } from '../../src/snapshot/services';
@@ -18,6 +17,7 @@ import { buildStatus } from '../../src/status-page/build';
 import type { StatusV1 } from '../../src/status-page/model';
 import { TransitionRecorder } from '../../src/status-page/transitions';
 import { exporterWithConfig } from '../helpers/exporter';
+import { HyphaFixture, putHypha } from '../helpers/hypha-snapshot';
 import { startUpstream } from '../helpers/http-upstream';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -298,7 +298,7 @@ describe('watched services in /api/v1/status and the transition log', () => {
   it('shows providers, resolved vs cached ids, stale holders and probes; records the id changes', () => {
     const store = new SnapshotStore();
     const rec = new TransitionRecorder(store);
-    const put = (w: WatchedServiceSample) => store.update((s) => ({ ...s, services: new Map([[SERVICE, w]]) }));
+    const put = (w: WatchedServiceSample) => store.setService(SERVICE, w);
     const t = 1_790_000_000;
     put(sample({ providers: ['c-old'], resolvedClientId: 'c-old', cached: [{ holder: 'exporter', clientId: 'c-old', stale: false, sinceSeconds: t }],
       lastProbes: { cached: probe('cached', 'ok', 0.004, t), fresh: probe('fresh', 'ok', 0.003, t) } }, t));
@@ -358,15 +358,14 @@ describe('Hypha registration in /api/v1/status and the transition log', () => {
       malformedTotal: 0,
     };
   }
-  function hypha(reg: Partial<AppRegistration>, at: number, up = true): HyphaSample {
+  function hypha(reg: Partial<AppRegistration>, at: number, up = true): HyphaFixture {
     return {
       target: 'local',
       health: { ...newSourceHealth('hypha', 'local'), up, lastSuccessSeconds: at, ...(up ? {} : { lastError: 'connect ECONNREFUSED', lastErrorSeconds: at }) },
       reconnectsTotal: 0,
       generation: 1,
-      apps: [{ cluster: 'c1', app: 'two-step', workspace: WS, service: ID, registered: true, state: 'registered', clientIdMismatch: false, clientIdChangesTotal: 0, providerClientId: 'wk-1-3f2a9c1d', settled: true, history: { birthObserved: true, everRegistered: true, clientIdChanges: 0 }, ...reg }],
+      apps: [{ cluster: 'c1', app: 'two-step', hypha: 'local', workspace: WS, service: ID, registered: true, state: 'registered', clientIdMismatch: false, clientIdChangesTotal: 0, providerClientId: 'wk-1-3f2a9c1d', settled: true, history: { birthObserved: true, everRegistered: true, clientIdChanges: 0 }, ...reg }],
       workers: [{ worker: `${WS}/wk-1:bioengine-worker`, workspace: WS, clientId: 'wk-1', up: true, rayCluster: 'c1', apps: [{ app: 'two-step', status: 'RUNNING', serviceRegistered: reg.registered ?? true }] }],
-      servicesByWorkspace: { [WS]: 3 },
       eventsTotal: {},
     };
   }
@@ -381,7 +380,7 @@ describe('Hypha registration in /api/v1/status and the transition log', () => {
       return s;
     };
     store.setRayCluster(ray('app-running.json', t));
-    store.update((s) => withHypha(s, hypha({}, t)));
+    putHypha(store, hypha({}, t));
     let s = build(t);
     expect(s.sections.registration).toBe(true);
     expect(s.apps[0]).toMatchObject({
@@ -394,26 +393,26 @@ describe('Hypha registration in /api/v1/status and the transition log', () => {
 
     // Seed 000: the Worker scales to zero, the proxy deregisters, Serve and the worker still say RUNNING.
     store.setRayCluster(ray('worker-scaled-to-zero.json', t + 30));
-    store.update((s) => withHypha(s, hypha({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: t + 25, providerClientId: undefined, causeDeployments: ['Worker'] }, t + 30)));
+    putHypha(store, hypha({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: t + 25, providerClientId: undefined, causeDeployments: ['Worker'] }, t + 30));
     s = build(t + 31);
     const app = s.apps[0];
     expect(app).toMatchObject({ status: 'RUNNING', severity: 'critical' });
     expect(app.registration).toEqual({
-      expected_service_id: ID, state: 'missing_scaled_to_zero', missing_since: t + 25, client_id_mismatch: false,
+      hypha: 'local', expected_service_id: ID, state: 'missing_scaled_to_zero', missing_since: t + 25, client_id_mismatch: false,
       cause: 'not in Hypha while every deployment is idle at zero replicas: deregistered for being scaled to zero (at zero: Worker)',
     });
     expect(app.worker_view).toMatchObject({ app_status: 'RUNNING', service_registered: false });
     expect(s.problems).toEqual([expect.objectContaining({ severity: 'critical', kind: 'app', subject: 'c1/two-step', text: expect.stringMatching(/^registration missing_scaled_to_zero: not in Hypha/) })]);
 
     // Hypha down: the registration is unknown (not missing), and only the source is a problem.
-    store.update((s) => withHypha(s, hypha({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: t + 25 }, t + 40, false)));
+    putHypha(store, hypha({ registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: t + 25 }, t + 40, false));
     s = build(t + 41);
     expect(s.apps[0].registration).toMatchObject({ state: 'unknown', cause: 'unknown while the Hypha source is down' });
     expect(s.apps[0].registration?.missing_since).toBeUndefined();
     expect(s.problems.map((p) => `${p.severity} ${p.kind} ${p.subject}`)).toEqual(['critical source hypha/local']);
 
     // Back, re-registered under another client id.
-    store.update((s) => withHypha(s, hypha({ registered: true, state: 'registered', clientIdMismatch: true, providerClientId: 'wk-2-3f2a9c1d' }, t + 50)));
+    putHypha(store, hypha({ registered: true, state: 'registered', clientIdMismatch: true, providerClientId: 'wk-2-3f2a9c1d' }, t + 50));
     s = build(t + 51);
     expect(s.apps[0]).toMatchObject({ severity: 'warning', problems: ['registered under another client id (wk-2-3f2a9c1d)'] });
 

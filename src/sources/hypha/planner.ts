@@ -1,32 +1,44 @@
-import crypto from 'node:crypto';
 import type { Config } from '../../config/load';
-import { HyphaRegistrationConfig, resolveHyphaRegistration } from '../../config/hypha-schema';
-import { fingerprint, SourcePlanner } from '../registry';
+import { defaultClusterMapping } from '../../config/hypha-schema';
+import type { StageConfig } from '../../registration/stage';
+import { mappedWorkspaces } from '../../registration/expected';
+import { fingerprint } from '../fingerprint';
+import type { SourcePlanner } from '../registry';
 import { HyphaSource } from './source';
 
-/** The resolved `hypha_registration:` (defaults when the key is absent). */
-export function registrationConfigOf(cfg: Config): HyphaRegistrationConfig {
-  const wired = (cfg as Config & { hyphaRegistration?: HyphaRegistrationConfig }).hyphaRegistration;
-  return wired ?? resolveHyphaRegistration(undefined, cfg.raw.global);
+/**
+ * Each Ray cluster's mapping and the Hypha server it names (clusters without a mapping get the
+ * BioEngine default on the first server); undefined when no Hypha server is configured.
+ */
+export function registrationStageConfig(cfg: Config): StageConfig | undefined {
+  const first = cfg.hyphaServers[0];
+  if (!first) return undefined;
+  const reg = cfg.hyphaRegistration;
+  return {
+    reconnectSettleMs: reg.reconnectSettleMs,
+    clusters: cfg.rayClusters.map((c) => {
+      const mapping = reg.clusters.find((m) => m.cluster === c.name) ?? defaultClusterMapping(c.name);
+      return { cluster: c.name, hypha: mapping.hypha ?? first.name, mapping };
+    }),
+  };
 }
 
-/** One Hypha registration source when a Hypha server is configured. */
+/**
+ * One Hypha source per configured server. Its fingerprint leaves out the mappings and the Ray
+ * clusters: they only change which workspaces it lists (set in place), so a reload that adds a
+ * cluster or edits a mapping keeps the connection and its registry.
+ */
 export const planHyphaRegistration: SourcePlanner = (cfg, store, log) => {
-  const server = cfg.hypha;
-  if (!server) return [];
-  const registration = registrationConfigOf(cfg);
-  const rayClusters = cfg.rayClusters.map((c) => c.name);
-  return [
-    {
+  const stage = registrationStageConfig(cfg);
+  const { clusters: _mappings, reconnectSettleMs: _stageOnly, ...sampling } = cfg.hyphaRegistration;
+  return cfg.hyphaServers.map((server) => {
+    const mappings = (stage?.clusters ?? []).filter((c) => c.hypha === server.name).map((c) => c.mapping);
+    return {
       key: `hypha/${server.name}`,
-      // RegExps serialise as {} and Secrets as "<secret>": fold both in explicitly.
-      fingerprint: fingerprint({
-        server,
-        token: server.token ? crypto.createHash('sha256').update(server.token.reveal()).digest('hex') : null,
-        registration: JSON.stringify(registration, (_k, v: unknown) => (v instanceof RegExp ? `re:${v.source}` : v)),
-        rayClusters,
-      }),
-      create: () => new HyphaSource({ server, registration, rayClusters }, store, log.child({ source: 'hypha', target: server.name })),
-    },
-  ];
+      kind: 'hypha',
+      fingerprint: fingerprint({ server, sampling }),
+      create: () => new HyphaSource({ server, registration: cfg.hyphaRegistration }, store, log.child({ source: 'hypha', target: server.name })),
+      configure: (source: HyphaSource) => source.setListing((ws) => mappedWorkspaces(mappings, ws)),
+    };
+  });
 };

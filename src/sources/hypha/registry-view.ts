@@ -23,6 +23,17 @@ export class RegistryView {
     return Object.fromEntries([...this.#byWorkspace].map(([ws, m]) => [ws, m.size]));
   }
 
+  /** An immutable copy for the snapshot: services per listed workspace. */
+  snapshot(): ReadonlyMap<string, readonly ServiceInfo[]> {
+    return new Map([...this.#byWorkspace].map(([ws, m]) => [ws, [...m.values()]]));
+  }
+
+  /** Drops workspaces no longer listed (the mappings changed): their copy would only go stale. */
+  retain(workspaces: readonly string[]): void {
+    const keep = new Set(workspaces);
+    for (const ws of [...this.#byWorkspace.keys()]) if (!keep.has(ws)) this.#byWorkspace.delete(ws);
+  }
+
   /** Forget everything (a new connection: the old view may be stale). */
   invalidate(): void {
     this.#byWorkspace.clear();

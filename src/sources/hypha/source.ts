@@ -1,15 +1,12 @@
 import type { Logger } from '../../log';
 import type { HyphaServerConfig } from '../../config/load';
-import { ClusterMapping, defaultClusterMapping, HyphaRegistrationConfig } from '../../config/hypha-schema';
-import { CauseConfirmation } from '../../registration/confirm';
-import { expectedService, ExpectedService, mappedWorkspaces, WorkerDirectory } from '../../registration/expected';
-import { withHypha } from '../../registration/snapshot';
-import { matchProviders, ProviderIndex, RegistrationTracker, settlingAfterReconnect } from '../../registration/tracker';
-import type { AppRegistration, HyphaSample, WorkerSample } from '../../registration/types';
-import { BIOENGINE_WORKER_TYPE, clusterOfWorker, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
+import type { HyphaRegistrationConfig } from '../../config/hypha-schema';
+import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
+import type { HyphaServerSample } from '../../snapshot/hypha';
+import type { WorkerSample } from '../../snapshot/registration';
 import type { SnapshotStore } from '../../snapshot/store';
-import { failedHealth, newSourceHealth, SampleErrorReason, Snapshot, SourceHealth } from '../../snapshot/types';
 import { errorMessage } from '../../util/errors';
+import { HealthBook } from '../health-book';
 import { Poller, Source } from '../poller';
 import { HyphaClient, HyphaConnection } from './client';
 import { HyphaError, sampleReason, toHyphaError } from './errors';
@@ -18,26 +15,23 @@ import { HyphaEvent, HyphaEventType, parseServiceId } from './types';
 
 export const HYPHA_SOURCE_KIND = 'hypha' as const;
 
-/** How long a lost registration may wait for a Serve sample that can explain it (see CauseConfirmation). */
-const CAUSE_CONFIRM_MAX_MS = 3000;
-
 /** Events that change the registry view; client_disconnected stands for all of a client's services. */
 const REGISTRY_EVENTS: readonly HyphaEventType[] = ['service_added', 'service_removed', 'service_updated', 'client_disconnected'];
 
 export interface HyphaSourceOptions {
   server: HyphaServerConfig;
+  /** Interval, timeouts, extra workspaces and the worker cross-check (the mappings are the stage's). */
   registration: HyphaRegistrationConfig;
-  /** Configured Ray cluster names (clusters without an explicit mapping get the default). */
-  rayClusters: readonly string[];
 }
 
+/** The workspaces to list each cycle, given the connection's own (the mappings decide; see setListing). */
+export type WorkspacesToList = (connectionWorkspace: string) => readonly string[];
+
 /**
- * The Hypha registry as seen by the exporter, and each expected Serve app's
- * registration. One connection (rebuilt whenever it turns suspect); per cycle
- * one listServices per workspace; events patch the view in between and
- * trigger a re-evaluation at once. BioEngine workers are asked on their own,
- * slower cycle. Evaluation also runs whenever the Ray part of the snapshot
- * changes, so the registration state follows both upstreams.
+ * One Hypha server as the exporter sees it: one connection (rebuilt whenever it turns suspect),
+ * per cycle one listServices per workspace to list, events patching the registry copy in
+ * between, and the BioEngine workers asked on their own, slower cycle. It publishes what it read
+ * (Snapshot.hypha) and judges nothing: the registration stage joins it with the Ray part.
  */
 export class HyphaSource implements Source {
   readonly kind = HYPHA_SOURCE_KIND;
@@ -45,49 +39,37 @@ export class HyphaSource implements Source {
   readonly #poller: Poller;
   readonly #workerPoller: Poller;
   readonly #registry = new RegistryView();
-  readonly #tracker = new RegistrationTracker();
-  readonly #mappings: Map<string, ClusterMapping>;
-  readonly #startedSeconds = Date.now() / 1000;
   get #connectTimeoutMs(): number {
     return Math.max(this.opts.registration.timeoutMs, 5000);
   }
   readonly #eventsTotal: Record<string, number> = {};
-  #health: SourceHealth;
+  readonly #health: HealthBook;
   #conn: HyphaConnection | undefined;
   /** When the current connection's first full listing completed (0 = not yet). */
   #listedSeconds = 0;
   #connectionsListed = 0;
-  #apps: AppRegistration[] = [];
   #workers: WorkerSample[] = [];
-  #lastRay: Snapshot['ray'] | undefined;
-  #evalQueued = false;
-  readonly #confirm = new CauseConfirmation(CAUSE_CONFIRM_MAX_MS, (cluster) => this.store.requestFresh('ray', cluster), () => this.#evaluate());
+  #workspacesToList: WorkspacesToList = (ws) => [ws];
   #stopped = false;
-  #unsubscribeStore: (() => void) | undefined;
-  /** Reconnects counted by a predecessor this source replaced (a reload): the counter continues. */
-  #inheritedReconnects = 0;
+  /** Counts of a predecessor this source replaced (a reload): the counters continue. */
+  #inherited = { reconnects: 0, malformed: 0 };
 
   constructor(
     private readonly opts: HyphaSourceOptions,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
   ) {
-    // A source restarted by a reload continues its predecessor: health, the published evaluation
-    // and the tracker's history (missing spells, ever registered), so a reload is not an outage.
-    const inherited = store.get().hypha;
-    const previous = inherited?.target === opts.server.name ? inherited : undefined;
-    this.#health = newSourceHealth(HYPHA_SOURCE_KIND, opts.server.name, opts.registration.intervalMs / 1000, previous?.health);
+    // A source restarted by a reload continues its predecessor's health and counters: a reload is not an outage.
+    const previous = store.get().hypha?.get(opts.server.name);
+    this.#health = new HealthBook({
+      kind: HYPHA_SOURCE_KIND, target: opts.server.name, intervalSeconds: opts.registration.intervalMs / 1000, previous: previous?.health,
+      log, label: 'hypha', fields: { hypha: opts.server.name },
+    });
     if (previous) {
-      this.#apps = previous.apps.filter((a) => opts.rayClusters.includes(a.cluster));
       this.#workers = previous.workers;
-      this.#tracker.seed(this.#apps);
-      this.#inheritedReconnects = previous.reconnectsTotal;
+      this.#inherited = { reconnects: previous.reconnectsTotal, malformed: previous.malformedTotal };
       Object.assign(this.#eventsTotal, previous.eventsTotal);
-    } else {
-      const restored = store.get().restored?.registration;
-      if (restored) this.#tracker.restore(restored);
     }
-    this.#mappings = new Map(opts.rayClusters.map((c) => [c, opts.registration.clusters.find((m) => m.cluster === c) ?? defaultClusterMapping(c)]));
     this.#client = new HyphaClient({
       serverUrl: opts.server.serverUrl,
       workspace: opts.server.workspace,
@@ -111,16 +93,16 @@ export class HyphaSource implements Source {
     return this.opts.server.name;
   }
 
-  /** The live client (tests and the watched-services source may share facts from it). */
-  get client(): HyphaClient {
-    return this.#client;
+  /**
+   * Which workspaces to list (from the registration mappings). Set again on a reload that changes
+   * the mappings: the connection stays; a workspace new to the list is listed from the next cycle.
+   */
+  setListing(workspaces: WorkspacesToList): void {
+    this.#workspacesToList = workspaces;
   }
 
   start(): void {
     this.#stopped = false;
-    this.#unsubscribeStore = this.store.onChange((s) => {
-      if (s.ray !== this.#lastRay) this.#queueEvaluate();
-    });
     this.#publish();
     this.#client.start();
     this.#poller.start();
@@ -129,14 +111,12 @@ export class HyphaSource implements Source {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#unsubscribeStore?.();
-    this.#confirm.clear();
     await Promise.all([this.#poller.stop(), this.#workerPoller.stop()]);
     await this.#client.stop();
   }
 
   forget(): void {
-    this.store.update((s) => withHypha(s, undefined));
+    this.store.removeHyphaServer(this.target);
   }
 
   async sampleNow(): Promise<void> {
@@ -167,13 +147,13 @@ export class HyphaSource implements Source {
   #onEvent(e: HyphaEvent): void {
     if (!this.#conn || e.generation !== this.#conn.generation) return;
     this.#eventsTotal[e.type] = (this.#eventsTotal[e.type] ?? 0) + 1;
-    if (this.#registry.apply(e)) this.#evaluate();
+    if (this.#registry.apply(e)) this.#publish();
   }
 
   // ---------------------------------------------------------------- sampling
 
   #workspaces(conn: HyphaConnection): string[] {
-    return [...new Set([...mappedWorkspaces([...this.#mappings.values()], conn.workspace), ...this.opts.registration.workspaces])];
+    return [...new Set([conn.workspace, ...this.#workspacesToList(conn.workspace), ...this.opts.registration.workspaces])];
   }
 
   async #sample(): Promise<void> {
@@ -209,25 +189,18 @@ export class HyphaSource implements Source {
       this.#recordFailure(toHyphaError(e, 'listServices', [this.opts.server.token]), started);
       return;
     }
-    const wasUp = this.#health.up;
-    const nowSeconds = Date.now() / 1000;
+    // A workspace no longer asked for must not keep its last listing (a stale view of it).
+    this.#registry.retain(workspaces);
     if (this.#listedSeconds === 0) {
-      this.#listedSeconds = nowSeconds;
+      this.#listedSeconds = Date.now() / 1000;
       this.#connectionsListed++;
     }
-    this.#health = { ...this.#health, up: true, lastSuccessSeconds: nowSeconds, lastDurationSeconds: (performance.now() - started) / 1000 };
-    if (!wasUp) {
-      this.log.info({ hypha: this.target, workspace: conn.workspace, server_id: conn.info.serverId, generation: conn.generation, listed: this.#registry.counts() }, 'hypha source up');
-    }
-    this.#evaluate();
+    this.#health.succeeded((performance.now() - started) / 1000, { workspace: conn.workspace, server_id: conn.info.serverId, generation: conn.generation, listed: this.#registry.counts() });
+    this.#publish();
   }
 
   #recordFailure(err: HyphaError, started: number | undefined): void {
-    const reason: SampleErrorReason = sampleReason(err.kind);
-    const wasUp = this.#health.up;
-    const firstFailure = this.#health.lastSuccessSeconds === undefined && this.#health.lastError === undefined;
-    this.#health = failedHealth(this.#health, reason, err.message, started !== undefined ? (performance.now() - started) / 1000 : undefined);
-    if (wasUp || firstFailure) this.log.warn({ hypha: this.target, reason, error: err.message }, 'hypha source down');
+    this.#health.failed(sampleReason(err.kind), err.message, started !== undefined ? (performance.now() - started) / 1000 : undefined);
     this.#publish();
   }
 
@@ -286,118 +259,31 @@ export class HyphaSource implements Source {
       if (s.up && before !== undefined && !before.up) this.log.info({ worker: s.worker }, 'bioengine worker answers again');
     }
     if (this.#stopped) return;
-    this.#workers = samples.map((w) => ({ ...w, rayCluster: this.#clusterOfWorker(w, conn.workspace) }));
-    this.#evaluate();
-  }
-
-  #clusterOfWorker(w: WorkerSample, connectionWorkspace: string): string | undefined {
-    const facts = [...this.#mappings.entries()].map(([cluster, m]) => ({
-      cluster,
-      enabled: m.bioengine.enabled,
-      workspace: m.bioengine.workspace ?? connectionWorkspace,
-      workerClientId: m.bioengine.workerClientId,
-    }));
-    return clusterOfWorker(w, facts);
-  }
-
-  // ---------------------------------------------------------------- evaluation
-
-  #queueEvaluate(): void {
-    if (this.#evalQueued) return;
-    this.#evalQueued = true;
-    queueMicrotask(() => {
-      this.#evalQueued = false;
-      this.#evaluate();
-    });
-  }
-
-  #evaluate(): void {
-    if (this.#stopped) return;
-    const s = this.store.get();
-    this.#lastRay = s.ray;
-    const conn = this.#conn;
-    if (conn && this.#listedSeconds > 0) {
-      const dir: WorkerDirectory = {
-        samples: this.#workers,
-        registeredWorkers: (ws) => this.#registry.services(ws).filter((x) => x.type === BIOENGINE_WORKER_TYPE).map((x) => x.clientId),
-      };
-      const input = {
-        nowSeconds: Date.now() / 1000,
-        startedSeconds: this.#startedSeconds,
-        connectedSeconds: this.#listedSeconds,
-        afterReconnect: this.#connectionsListed > 1,
-        settleMs: this.opts.registration.reconnectSettleMs,
-      };
-      const apps: AppRegistration[] = [];
-      for (const [cluster, mapping] of this.#mappings) {
-        const sample = s.ray.get(cluster);
-        if (!sample?.state) {
-          // Ray unknown: keep this cluster's last evaluation (its counters); the gauges are hidden while the source is down.
-          apps.push(...this.#apps.filter((a) => a.cluster === cluster));
-          continue;
-        }
-        const expected = new Map<string, ExpectedService>();
-        for (const app of sample.state.apps) {
-          const e = expectedService(cluster, app, mapping, conn.workspace, dir, this.#tracker.lastWorkerClientId(cluster, app.name));
-          if (e) expected.set(app.name, e);
-        }
-        const workspaces = new Set([...expected.values()].map((e) => e.workspace));
-        if (![...workspaces].every((ws) => this.#registry.known(ws))) {
-          apps.push(...this.#apps.filter((a) => a.cluster === cluster));
-          continue;
-        }
-        const providers = new ProviderIndex([...workspaces].flatMap((ws) => this.#registry.services(ws)));
-        // While settling after a reconnect the tracker withholds a missing registration anyway;
-        // holding would republish the evaluation from before the outage.
-        const lost = () => !settlingAfterReconnect(input) && this.#apps.some((a) => {
-          const exp = a.cluster === cluster && a.registered && a.settled ? expected.get(a.app) : undefined;
-          return exp !== undefined && !matchProviders(exp, providers).registered;
-        });
-        const verdict = this.#confirm.check(cluster, sample.state.requestedSeconds, lost, input.nowSeconds);
-        if (verdict.hold) {
-          apps.push(...this.#apps.filter((a) => a.cluster === cluster));
-          continue;
-        }
-        if (verdict.seenSeconds !== undefined) {
-          const waitedMs = Math.round((input.nowSeconds - verdict.seenSeconds) * 1000);
-          this.log.debug({ cluster, waited_ms: waitedMs, fresh: (sample.state.requestedSeconds ?? 0) >= verdict.seenSeconds }, 'registration loss judged on a fresh Serve sample');
-        }
-        apps.push(...this.#tracker.evaluateCluster(cluster, sample.state.apps, expected, providers, { ...input, changeSeenSeconds: verdict.seenSeconds }));
-      }
-      this.#logTransitions(apps);
-      this.#apps = apps;
-    }
+    this.#workers = samples;
     this.#publish();
   }
 
-  #logTransitions(next: readonly AppRegistration[]): void {
-    const prev = new Map(this.#apps.map((a) => [`${a.cluster}/${a.app}`, a]));
-    for (const a of next) {
-      const p = prev.get(`${a.cluster}/${a.app}`);
-      if (!a.settled || (p && p.state === a.state && p.providerClientId === a.providerClientId)) continue;
-      const fields = { cluster: a.cluster, app: a.app, service: a.service, state: a.state, provider_client_id: a.providerClientId, mismatch: a.clientIdMismatch };
-      if (a.registered) this.log.info(fields, p ? 'hypha registration changed' : 'hypha registration present');
-      else if (a.state === 'not_running') this.log.info(fields, 'hypha registration not due: app not running');
-      else this.log.warn(fields, 'hypha registration missing');
-    }
-  }
+  // ---------------------------------------------------------------- publishing
 
   #publish(): void {
     if (this.#stopped) return;
     const conn = this.#conn;
-    const sample: HyphaSample = {
+    const listed = conn !== undefined && this.#listedSeconds > 0;
+    const sample: HyphaServerSample = {
       target: this.target,
-      health: this.#health,
-      reconnectsTotal: this.#client.reconnects + this.#inheritedReconnects,
+      health: this.#health.health,
+      reconnectsTotal: this.#client.reconnects + this.#inherited.reconnects,
       generation: this.#client.generation,
       workspace: conn?.workspace,
       serverId: conn?.info.serverId,
       hyphaVersion: conn?.info.hyphaVersion,
-      apps: this.#apps,
+      listedSeconds: listed ? this.#listedSeconds : 0,
+      connectionsListed: this.#connectionsListed,
+      registry: listed ? this.#registry.snapshot() : new Map(),
       workers: this.#workers,
-      servicesByWorkspace: this.#registry.counts(),
       eventsTotal: { ...this.#eventsTotal },
+      malformedTotal: this.#client.malformedTotal + this.#inherited.malformed,
     };
-    this.store.update((s) => withHypha(s, sample));
+    this.store.setHyphaServer(sample);
   }
 }

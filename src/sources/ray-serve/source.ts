@@ -1,9 +1,10 @@
 import type { Logger } from '../../log';
 import type { RayClusterConfig } from '../../config/load';
 import { SnapshotStore } from '../../snapshot/store';
-import { failedHealth, newSourceHealth, RayClusterSample, SampleErrorReason, ServeProxy, SourceHealth } from '../../snapshot/types';
+import { RayClusterSample, SampleErrorReason, ServeProxy } from '../../snapshot/types';
 import { errorMessage, ReasonedError } from '../../util/errors';
 import { scrub } from '../../util/secret';
+import { HealthBook } from '../health-book';
 import { httpGet } from '../http-get';
 import { Poller, Source } from '../poller';
 import { parseServeInstance } from './parse';
@@ -16,11 +17,10 @@ const USER_AGENT = `hypha-serve-exporter/${VERSION}`;
 export class RayServeSource implements Source {
   readonly kind = 'ray';
   readonly #poller: Poller;
-  #health: SourceHealth;
+  readonly #book: HealthBook;
   #appsDroppedTotal = 0;
   #malformedTotal = 0;
   #stopped = false;
-  #unsubscribe: (() => void) | undefined;
   /** What a predecessor (replaced by a reload) last published: served until this source's first sample. */
   readonly #inherited: RayClusterSample | undefined;
 
@@ -30,7 +30,10 @@ export class RayServeSource implements Source {
     private readonly log: Logger,
   ) {
     this.#inherited = store.get().ray.get(cfg.name);
-    this.#health = newSourceHealth('ray', cfg.name, cfg.intervalMs / 1000, this.#inherited?.health);
+    this.#book = new HealthBook({
+      kind: 'ray', target: cfg.name, intervalSeconds: cfg.intervalMs / 1000, previous: this.#inherited?.health,
+      log, label: 'ray', fields: { cluster: cfg.name },
+    });
     this.#appsDroppedTotal = this.#inherited?.appsDroppedTotal ?? 0;
     this.#malformedTotal = this.#inherited?.malformedTotal ?? 0;
     this.#poller = new Poller(cfg.intervalMs, () => this.#sample(), (e) => this.log.error({ err: errorMessage(e) }, 'ray sampler bug'));
@@ -42,14 +45,12 @@ export class RayServeSource implements Source {
 
   start(): void {
     this.#publish(this.#inherited?.state);
-    this.#unsubscribe = this.store.onFreshRequest('ray', this.cfg.name, () => void this.#poller.runFresh());
     this.#poller.start();
   }
 
   async stop(): Promise<void> {
     // Set before awaiting: a sample still in flight must not overwrite its successor's data.
     this.#stopped = true;
-    this.#unsubscribe?.();
     await this.#poller.stop();
   }
 
@@ -59,6 +60,10 @@ export class RayServeSource implements Source {
 
   sampleNow(): Promise<void> {
     return this.#poller.runOnce();
+  }
+
+  sampleFresh(): Promise<void> {
+    return this.#poller.runFresh();
   }
 
   async #sample(): Promise<void> {
@@ -83,8 +88,7 @@ export class RayServeSource implements Source {
       const parsed = parseServeInstance(json);
       if (parsed.malformed.length > 0) {
         this.#malformedTotal += parsed.malformed.length;
-        // A new object: the previous health is part of a published snapshot.
-        this.#health = { ...this.#health, errors: { ...this.#health.errors, schema: this.#health.errors.schema + 1 } };
+        this.#book.countError('schema');
         this.log.warn({ cluster: this.cfg.name, skipped: parsed.malformed.slice(0, 5) }, 'skipped malformed entries in the Serve API answer');
       }
       let apps = parsed.apps;
@@ -96,25 +100,12 @@ export class RayServeSource implements Source {
         this.#appsDroppedTotal += dropped;
       }
       const proxies = await this.#probeProxies(parsed.proxies, parsed.httpPort);
-      const wasUp = this.#health.up;
-      this.#health = {
-        ...this.#health,
-        up: true,
-        lastSuccessSeconds: Date.now() / 1000,
-        lastDurationSeconds: (performance.now() - started) / 1000,
-      };
-      if (!wasUp) this.log.info({ cluster: this.cfg.name, apps: apps.length }, 'ray source up');
+      this.#book.succeeded((performance.now() - started) / 1000, { apps: apps.length });
       this.#publish({ apps, proxies, appsDropped: dropped, requestedSeconds });
     } catch (e) {
       const reason: SampleErrorReason = e instanceof ReasonedError ? (e.reason as SampleErrorReason) : 'other';
       const message = scrub(errorMessage(e), this.cfg.token ? [this.cfg.token] : []);
-      const wasUp = this.#health.up;
-      this.#health = failedHealth(this.#health, reason, message, (performance.now() - started) / 1000);
-      if (wasUp || this.#health.lastSuccessSeconds === undefined) {
-        this.log.warn({ cluster: this.cfg.name, reason, error: message }, 'ray source down');
-      } else {
-        this.log.debug({ cluster: this.cfg.name, reason, error: message }, 'ray sample failed');
-      }
+      this.#book.failed(reason, message, (performance.now() - started) / 1000);
       this.#publish(undefined);
     }
   }
@@ -139,7 +130,7 @@ export class RayServeSource implements Source {
     if (this.#stopped) return;
     this.store.setRayCluster({
       cluster: this.cfg.name,
-      health: this.#health,
+      health: this.#book.health,
       state,
       appsDroppedTotal: this.#appsDroppedTotal,
       malformedTotal: this.#malformedTotal,

@@ -1,6 +1,6 @@
-import crypto from 'node:crypto';
-import { fingerprint, SourcePlanner } from '../registry';
-import { WatchedServiceSource } from './source';
+import { fingerprint } from '../fingerprint';
+import type { SourcePlanner } from '../registry';
+import { SERVICE_SOURCE_KIND, WatchedServiceSource } from './source';
 
 /** One background source per watched service, when a Hypha server is configured. */
 export const planWatchedServices: SourcePlanner = (cfg, store, log) => {
@@ -8,11 +8,10 @@ export const planWatchedServices: SourcePlanner = (cfg, store, log) => {
   if (!hypha) return [];
   return cfg.watchedServices.map((w) => ({
     key: `service/${w.service}`,
-    // A changed connection or service config restarts the source; the new one continues the
-    // previous one's state from the store (counters, histograms, the witness).
-    // (registry's fingerprint() sees a Secret only as "<secret>", since JSON.stringify applies toJSON first,
-    // so a changed token is folded in here as a digest.)
-    fingerprint: fingerprint({ w, hypha, token: hypha.token ? crypto.createHash('sha256').update(hypha.token.reveal()).digest('hex') : null }),
+    kind: SERVICE_SOURCE_KIND,
+    // A changed connection (token included) or service config restarts the source; the new one
+    // continues the previous one's state from the store (counters, histograms, the witness).
+    fingerprint: fingerprint({ w, hypha }),
     create: () =>
       new WatchedServiceSource(
         w,

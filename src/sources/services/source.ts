@@ -2,8 +2,9 @@ import type { Logger } from '../../log';
 import type { HolderConfig, ProbeCall, WatchedServiceConfig } from '../../config/services-schema';
 import type { SnapshotStore } from '../../snapshot/store';
 import { HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
-import { failedHealth, newSourceHealth, SampleErrorReason, SourceHealth } from '../../snapshot/types';
+import type { SampleErrorReason } from '../../snapshot/types';
 import { errorMessage } from '../../util/errors';
+import { HealthBook } from '../health-book';
 import { HyphaClient, HyphaConnectOptions, HyphaConnection } from '../hypha/client';
 import { HyphaError, sampleReason, toHyphaError } from '../hypha/errors';
 import { Poller, Source } from '../poller';
@@ -20,7 +21,8 @@ export interface WatchedServicesConnection {
 
 /** Health kind of a watched-service source in hypha_serve_source_up (target = the service id). */
 // Not "hypha": a failing watched-service connection must silence only what derives from that
-// service, never the registration alerts of the registry connection (issue 12 defect 1).
+// service. Under "hypha" it would also silence the registration alerts, which come from the
+// registry connection and are not affected by this one.
 export const SERVICE_SOURCE_KIND = 'hypha_service' as const;
 
 /** At most this many other live providers are tried when the first fresh call fails. */
@@ -39,12 +41,10 @@ export class WatchedServiceSource implements Source {
   readonly #client: HyphaClient;
   readonly #poller: Poller;
   readonly #state: WatchState;
-  #health: SourceHealth;
+  readonly #book: HealthBook;
   #stopped = false;
   /** A reload restarted this source: the previous sample stays published until the first own one. */
   readonly #continued: boolean;
-  /** "source down" was logged for the current down spell (once, then debug). */
-  #downLogged = false;
   #lastOutcome: Partial<Record<string, string>> = {};
   #holderErrors = new Map<string, string>();
   /** Start of the current up spell: probe results from before an outage are not republished. */
@@ -61,8 +61,10 @@ export class WatchedServiceSource implements Source {
     // histograms, and above all the witness (a reload is not evidence that clients recovered).
     const prev = store.get().services?.get(cfg.service);
     this.#continued = prev !== undefined;
-    this.#health = newSourceHealth(SERVICE_SOURCE_KIND, cfg.service, cfg.intervalMs / 1000, prev?.health);
-    this.#downLogged = prev !== undefined && !prev.health.up && prev.health.lastError !== undefined;
+    this.#book = new HealthBook({
+      kind: SERVICE_SOURCE_KIND, target: cfg.service, intervalSeconds: cfg.intervalMs / 1000, previous: prev?.health,
+      log, label: 'watched-service', fields: { service: cfg.service, hypha: conn.name },
+    });
     if (prev?.health.up) {
       for (const p of Object.values(prev.lastProbes)) this.#lastOutcome[p.via] = p.outcome;
       this.#lastResolved = { clientId: prev.resolvedClientId, error: prev.resolveError };
@@ -103,13 +105,7 @@ export class WatchedServiceSource implements Source {
   }
 
   forget(): void {
-    const service = this.cfg.service;
-    this.store.update((s) => {
-      if (!s.services?.has(service)) return s;
-      const services = new Map(s.services);
-      services.delete(service);
-      return { ...s, services };
-    });
+    this.store.removeService(this.cfg.service);
   }
 
   sampleNow(): Promise<void> {
@@ -170,11 +166,8 @@ export class WatchedServiceSource implements Source {
         'canary proxy is stale: its client id is no longer among the live providers; it is kept as the witness for long-lived clients');
     }
     this.#logRelease(ev);
-    const wasUp = this.#health.up;
-    this.#health = { ...this.#health, up: true, lastSuccessSeconds: Date.now() / 1000 };
-    this.#downLogged = false;
-    if (!wasUp) this.#upSinceSeconds = nowSeconds;
-    if (!wasUp) this.log.info({ service: this.cfg.service, hypha: this.conn.name, providers }, 'watched-service source up');
+    // The cycle's duration is known only after the probes; until then the previous one stands.
+    if (this.#book.succeeded(undefined, { providers })) this.#upSinceSeconds = nowSeconds;
     this.#lastResolved = { clientId: resolved?.clientId, error: resolveError?.message };
     this.#publish();
 
@@ -217,12 +210,9 @@ export class WatchedServiceSource implements Source {
       if (h.error === undefined) this.#holderErrors.delete(h.name);
       else this.#holderErrors.set(h.name, h.error);
     }
-    this.#health = {
-      ...this.#health,
-      lastDurationSeconds: (performance.now() - started) / 1000,
-      // A holder that cannot be read is a partial failure: counted, the rest stays up.
-      errors: holderFailures > 0 ? { ...this.#health.errors, rpc: this.#health.errors.rpc + holderFailures } : this.#health.errors,
-    };
+    // A holder that cannot be read is a partial failure: counted, the rest stays up.
+    this.#book.countError('rpc', holderFailures);
+    this.#book.recordDuration((performance.now() - started) / 1000);
     this.#publish();
   }
 
@@ -333,14 +323,7 @@ export class WatchedServiceSource implements Source {
   #fail(e: unknown, started: number): void {
     const err = toHyphaError(e, 'sample', this.#secrets());
     const reason: SampleErrorReason = sampleReason(err.kind);
-    this.#health = failedHealth(this.#health, reason, err.message, (performance.now() - started) / 1000);
-    // Once per down spell (also before the first success): repeats are debug.
-    if (!this.#downLogged) {
-      this.log.warn({ service: this.cfg.service, hypha: this.conn.name, reason, error: err.message }, 'watched-service source down');
-      this.#downLogged = true;
-    } else {
-      this.log.debug({ service: this.cfg.service, reason, error: err.message }, 'watched-service sample failed');
-    }
+    this.#book.failed(reason, err.message, (performance.now() - started) / 1000);
     this.#publish();
   }
 
@@ -350,11 +333,11 @@ export class WatchedServiceSource implements Source {
 
   #publish(): void {
     if (this.#stopped) return;
-    const up = this.#health.up;
+    const up = this.#book.up;
     const st = this.#state;
     const sample: WatchedServiceSample = {
       service: this.cfg.service,
-      health: this.#health,
+      health: this.#book.health,
       // While down nothing current is known: no provider, resolution or cached series.
       providers: up ? st.providers : undefined,
       resolvedClientId: up ? this.#lastResolved.clientId : undefined,
@@ -372,12 +355,7 @@ export class WatchedServiceSource implements Source {
       witnessReleasesTotal: st.releasesTotal,
       holderProbes: st.holderProbes,
     };
-    const service = this.cfg.service;
-    this.store.update((s) => {
-      const services = new Map(s.services ?? []);
-      services.set(service, sample);
-      return { ...s, services };
-    });
+    this.store.setService(this.cfg.service, sample);
   }
 }
 

@@ -21,12 +21,13 @@ import {
 //  - a cached id is stale when it is not among the live providers — never
 //    merely because a random resolution picked another live provider;
 //  - a stale canary is a WITNESS for the long-lived clients the exporter cannot
-//    see (issue 12 defect 4). It keeps its identity until there is evidence that
-//    the condition is gone: its own client id is live again, every configured
-//    holder reports a live id (and its probe through its cached proxy works), an
-//    operator released it, or canary.witness_max passed. Only then does it take
-//    this cycle's fresh resolution; repairing the exporter's own handle is never
-//    reason enough, because that would "resolve" a page while workers stay stuck.
+//    see, which hold the same kind of cached handle. It keeps its identity until
+//    there is evidence that the condition is gone: its own client id is live
+//    again, every configured holder reports a live id (and its probe through its
+//    cached proxy works), an operator released it, or canary.witness_max passed.
+//    Only then does it take this cycle's fresh resolution; repairing the
+//    exporter's own handle is never reason enough, because that would "resolve"
+//    a page while workers stay stuck.
 
 /** A resolution: the full id "ws/client:svc" and its client id. */
 export interface Resolved {

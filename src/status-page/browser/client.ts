@@ -1,19 +1,24 @@
 /* istanbul ignore file */
 // The status page's browser script, served as static/status.js.
 //
-// It is written as one self-contained function so that the compiler checks it
-// against the DOM and the API types, and the server sends its source text
-// (Function.prototype.toString) as a static file: the page then runs under a
-// CSP with script-src 'self' and no inline script. Inside the function only
-// globals and type-only imports may be used; any runtime import would be
-// undefined in the browser.
+// It is written as one self-contained function so that the server sends its
+// source text (Function.prototype.toString) as a static file: the page then
+// runs under a CSP with script-src 'self' and no inline script. Inside the
+// function only globals and type-only imports may be used; any runtime import
+// would be undefined in the browser.
+//
+// The server program (../../../tsconfig.json) compiles this file, but it has no
+// DOM typings, so that server code cannot use the DOM by accident: the DOM
+// types come from ./dom, which are `any` there. The tsconfig.json in this
+// folder checks the script against the real DOM and the API types.
 //
 // Every upstream string reaches the DOM through textContent, createTextNode,
 // dataset or title: never through innerHTML or any other HTML parser.
 
 import type {
   AppV1, ClusterV1, DeploymentV1, ProblemV1, SourceV1, StatusV1, TransitionV1, WatchedServiceV1,
-} from './model';
+} from '../model';
+import type { HTMLElement, HTMLInputElement, HTMLTableCellElement, Node, Window } from './dom';
 
 export function statusPageClient(win: Window): void {
   const doc = win.document;
@@ -32,7 +37,7 @@ export function statusPageClient(win: Window): void {
   const summaryEl = byId<HTMLElement>('summary');
   const refreshStateEl = byId<HTMLElement>('refresh-state');
   const sectionBody = (id: string): HTMLElement => {
-    const b = byId<HTMLElement>(id).querySelector<HTMLElement>('.body');
+    const b = byId<HTMLElement>(id).querySelector('.body') as HTMLElement | null;
     if (!b) throw new Error(`status page: #${id} .body missing`);
     return b;
   };
@@ -132,8 +137,8 @@ export function statusPageClient(win: Window): void {
     return t;
   }
   function tick(): void {
-    for (const t of Array.from(doc.querySelectorAll<HTMLElement>('.time[data-ts]'))) {
-      const rel = t.querySelector<HTMLElement>('.rel');
+    for (const t of Array.from(doc.querySelectorAll('.time[data-ts]')) as HTMLElement[]) {
+      const rel = t.querySelector('.rel') as HTMLElement | null;
       if (rel) rel.textContent = fmtRel(Number(t.dataset.ts));
     }
     if (lastOkAt !== undefined && !refreshStateEl.classList.contains('failed')) {
@@ -330,11 +335,11 @@ export function statusPageClient(win: Window): void {
   // ------------------------------------------------------------------ filter
 
   function applyFilter(): void {
-    const terms = filterInput.value.toLowerCase().split(/\s+/).filter((x) => x !== '');
+    const terms: string[] = filterInput.value.toLowerCase().split(/\s+/).filter((x: string) => x !== '');
     const problemsOnly = onlyProblems.checked;
     for (const id of ['problems', 'apps', 'sources', 'services', 'transitions']) {
       const section = byId<HTMLElement>(id);
-      const items = Array.from(section.querySelectorAll<HTMLElement>('[data-search]'));
+      const items = Array.from(section.querySelectorAll('[data-search]')) as HTMLElement[];
       let shown = 0;
       let counted = 0;
       for (const it of items) {
@@ -347,7 +352,7 @@ export function statusPageClient(win: Window): void {
       }
       const h2 = section.querySelector('h2');
       if (!h2) continue;
-      let count = h2.querySelector<HTMLElement>('.count');
+      let count = h2.querySelector('.count') as HTMLElement | null;
       if (!count) {
         count = el('span', 'count');
         h2.appendChild(count);

@@ -1,6 +1,5 @@
-import type { SourceHealth } from '../snapshot/health';
-
-// What the Hypha source publishes into the snapshot (Snapshot.hypha).
+// What the registration stage (src/registration/stage.ts) publishes into the snapshot
+// (Snapshot.registration): the join of each Ray cluster's Serve apps with the Hypha registry.
 
 export const REGISTRATION_STATES = [
   'registered',
@@ -27,6 +26,8 @@ export function isMissing(state: RegistrationState): boolean {
 export interface AppRegistration {
   cluster: string;
   app: string;
+  /** The configured Hypha server (its name) the app is expected on. */
+  hypha: string;
   /** Workspace the service is expected in. */
   workspace: string;
   /** Expected full id ("ws/client:svc"); the client part is "*" while it is unknown. */
@@ -99,22 +100,13 @@ export interface WorkerSample {
   rayCluster?: string;
 }
 
-export interface HyphaSample {
-  /** Configured Hypha server name (the `target` label). */
-  target: string;
-  health: SourceHealth;
-  /** Successful connections after the first one. */
-  reconnectsTotal: number;
-  /** Number of the current connection (1 = first). */
-  generation: number;
-  workspace?: string;
-  serverId?: string;
-  hyphaVersion?: string;
-  /** Expected apps of every cluster whose Ray source has data; empty until the registry was listed once. */
+/** A worker as the stage attributes it: the Hypha server it was asked through, and its Ray cluster. */
+export interface AttributedWorker extends WorkerSample {
+  hypha: string;
+}
+
+export interface RegistrationSample {
+  /** Expected apps of every cluster whose Ray source and Hypha server have data (held while either is unknown). */
   apps: AppRegistration[];
-  workers: WorkerSample[];
-  /** Registry entries seen, per listed workspace (status page). */
-  servicesByWorkspace: Record<string, number>;
-  /** Events applied since start, per type. */
-  eventsTotal: Record<string, number>;
+  workers: AttributedWorker[];
 }

@@ -1,0 +1,200 @@
+import type { ClusterMapping } from '../config/hypha-schema';
+import type { Logger } from '../log';
+import type { HyphaServerSample } from '../snapshot/hypha';
+import type { AppRegistration, AttributedWorker, RegistrationHistory } from '../snapshot/registration';
+import type { SnapshotStore } from '../snapshot/store';
+import type { Snapshot } from '../snapshot/types';
+import { CauseConfirmation } from './confirm';
+import { expectedService, ExpectedService, WorkerDirectory } from './expected';
+import { matchProviders, ProviderIndex, RegistrationTracker, settlingAfterReconnect } from './tracker';
+import { BIOENGINE_WORKER_TYPE, clusterOfWorker, WorkerMappingFacts } from './workers';
+
+/** How long a lost registration may wait for a Serve sample that can explain it (see CauseConfirmation). */
+const CAUSE_CONFIRM_MAX_MS = 3000;
+
+/** Asks a Ray cluster's source for a sample taken from now on (the answer arrives as a snapshot change). */
+export interface FreshServeSamples {
+  request(cluster: string): void;
+}
+
+/** One Ray cluster's mapping and the Hypha server its apps register on. */
+export interface StageCluster {
+  cluster: string;
+  hypha: string;
+  mapping: ClusterMapping;
+}
+
+export interface StageConfig {
+  clusters: readonly StageCluster[];
+  reconnectSettleMs: number;
+}
+
+/**
+ * The registration stage: joins each Ray cluster's Serve apps (Snapshot.ray) with the registry of
+ * the Hypha server its mapping names (Snapshot.hypha) and writes Snapshot.registration. Started
+ * once by the exporter and reconfigured in place on a reload, so the missing spells, the history
+ * and the published series of apps a reload does not touch simply continue. A loss seen against
+ * an old Serve sample is confirmed on a fresh one (FreshServeSamples) before its cause is named.
+ */
+export class RegistrationStage {
+  readonly #tracker = new RegistrationTracker();
+  readonly #confirm: CauseConfirmation;
+  readonly #startedSeconds = Date.now() / 1000;
+  #config: StageConfig | undefined;
+  #apps: AppRegistration[] = [];
+  #workers: AttributedWorker[] = [];
+  #read: { ray?: Snapshot['ray']; hypha?: Snapshot['hypha'] } = {};
+  #queued = false;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly store: SnapshotStore,
+    fresh: FreshServeSamples,
+    private readonly log: Logger,
+  ) {
+    this.#confirm = new CauseConfirmation(CAUSE_CONFIRM_MAX_MS, (cluster) => fresh.request(cluster), () => this.#evaluate());
+  }
+
+  /** Continues histories saved before an exporter restart (--storage.path). */
+  restore(histories: ReadonlyMap<string, RegistrationHistory>): void {
+    this.#tracker.restore(histories);
+  }
+
+  /**
+   * The mappings of the current config; undefined when no Hypha server is configured. Apps of a
+   * cluster no longer configured are dropped; all others keep their history and published state.
+   */
+  configure(config: StageConfig | undefined): void {
+    const before = new Set(this.#config?.clusters.map((c) => c.cluster) ?? []);
+    this.#config = config;
+    const now = new Set(config?.clusters.map((c) => c.cluster) ?? []);
+    for (const c of before) {
+      if (!now.has(c)) this.#tracker.dropCluster(c);
+    }
+    this.#apps = this.#apps.filter((a) => now.has(a.cluster));
+    this.#read = {};
+    if (this.#unsubscribe) this.#evaluate();
+  }
+
+  start(): void {
+    this.#unsubscribe ??= this.store.onChange((s) => {
+      if (s.ray !== this.#read.ray || s.hypha !== this.#read.hypha) this.#queue();
+    });
+    this.#evaluate();
+  }
+
+  stop(): void {
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+    this.#confirm.clear();
+  }
+
+  // Several sources publish in one turn (a listing and an event, a Ray sample): judge once after them.
+  #queue(): void {
+    if (this.#queued) return;
+    this.#queued = true;
+    queueMicrotask(() => {
+      this.#queued = false;
+      if (this.#unsubscribe) this.#evaluate();
+    });
+  }
+
+  #evaluate(): void {
+    const config = this.#config;
+    if (!config) {
+      if (this.store.get().registration !== undefined) this.store.setRegistration(undefined);
+      return;
+    }
+    const s = this.store.get();
+    this.#read = { ray: s.ray, hypha: s.hypha };
+    const nowSeconds = Date.now() / 1000;
+    const apps: AppRegistration[] = [];
+    for (const c of config.clusters) {
+      apps.push(...this.#evaluateCluster(c, s, config.reconnectSettleMs, nowSeconds));
+    }
+    this.#logTransitions(apps);
+    this.#apps = apps;
+    this.#workers = this.#attributeWorkers(config, s);
+    this.store.setRegistration({ apps, workers: this.#workers });
+  }
+
+  /** The cluster's apps now, or its last evaluation while Ray or its Hypha server cannot be read. */
+  #evaluateCluster(c: StageCluster, s: Snapshot, settleMs: number, nowSeconds: number): AppRegistration[] {
+    const previous = () => this.#apps.filter((a) => a.cluster === c.cluster);
+    const hypha = s.hypha?.get(c.hypha);
+    const sample = s.ray.get(c.cluster);
+    // Unknown keeps this cluster's last evaluation (its counters); the gauges are hidden while a source is down.
+    if (!hypha || hypha.listedSeconds === 0 || hypha.workspace === undefined || !sample?.state) return previous();
+    const connectionWorkspace = hypha.workspace;
+    const dir: WorkerDirectory = {
+      samples: hypha.workers,
+      registeredWorkers: (ws) => (hypha.registry.get(ws) ?? []).filter((x) => x.type === BIOENGINE_WORKER_TYPE).map((x) => x.clientId),
+    };
+    const input = {
+      nowSeconds,
+      startedSeconds: this.#startedSeconds,
+      connectedSeconds: hypha.listedSeconds,
+      afterReconnect: hypha.connectionsListed > 1,
+      settleMs,
+    };
+    const expected = new Map<string, ExpectedService>();
+    for (const app of sample.state.apps) {
+      const e = expectedService(c.cluster, app, c.mapping, connectionWorkspace, dir, this.#tracker.lastWorkerClientId(c.cluster, app.name));
+      if (e) expected.set(app.name, e);
+    }
+    const workspaces = new Set([...expected.values()].map((e) => e.workspace));
+    if (![...workspaces].every((ws) => hypha.registry.has(ws))) return previous();
+    const providers = new ProviderIndex([...workspaces].flatMap((ws) => hypha.registry.get(ws) ?? []));
+    // While settling after a reconnect the tracker withholds a missing registration anyway;
+    // holding would republish the evaluation from before the outage.
+    const lost = () => !settlingAfterReconnect(input) && this.#apps.some((a) => {
+      const exp = a.cluster === c.cluster && a.registered && a.settled ? expected.get(a.app) : undefined;
+      return exp !== undefined && !matchProviders(exp, providers).registered;
+    });
+    const verdict = this.#confirm.check(c.cluster, sample.state.requestedSeconds, lost, nowSeconds);
+    if (verdict.hold) return previous();
+    if (verdict.seenSeconds !== undefined) {
+      const waitedMs = Math.round((nowSeconds - verdict.seenSeconds) * 1000);
+      this.log.debug({ cluster: c.cluster, waited_ms: waitedMs, fresh: (sample.state.requestedSeconds ?? 0) >= verdict.seenSeconds }, 'registration loss judged on a fresh Serve sample');
+    }
+    return this.#tracker
+      .evaluateCluster(c.cluster, sample.state.apps, expected, providers, { ...input, changeSeenSeconds: verdict.seenSeconds })
+      .map((a) => ({ ...a, hypha: c.hypha }));
+  }
+
+  /** Each server's workers, tied to a Ray cluster only where that server's mappings leave no doubt. */
+  #attributeWorkers(config: StageConfig, s: Snapshot): AttributedWorker[] {
+    const out: AttributedWorker[] = [];
+    for (const [name, h] of s.hypha ?? []) {
+      const facts = mappingFacts(config, name, h);
+      for (const w of h.workers) out.push({ ...w, hypha: name, rayCluster: facts ? clusterOfWorker(w, facts) : undefined });
+    }
+    return out;
+  }
+
+  #logTransitions(next: readonly AppRegistration[]): void {
+    const prev = new Map(this.#apps.map((a) => [`${a.cluster}/${a.app}`, a]));
+    for (const a of next) {
+      const p = prev.get(`${a.cluster}/${a.app}`);
+      if (!a.settled || (p && p.state === a.state && p.providerClientId === a.providerClientId)) continue;
+      const fields = { cluster: a.cluster, app: a.app, hypha: a.hypha, service: a.service, state: a.state, provider_client_id: a.providerClientId, mismatch: a.clientIdMismatch };
+      if (a.registered) this.log.info(fields, p ? 'hypha registration changed' : 'hypha registration present');
+      else if (a.state === 'not_running') this.log.info(fields, 'hypha registration not due: app not running');
+      else this.log.warn(fields, 'hypha registration missing');
+    }
+  }
+}
+
+/** What the mappings on one server say about BioEngine workers (undefined until it is connected). */
+function mappingFacts(config: StageConfig, hypha: string, h: HyphaServerSample): WorkerMappingFacts[] | undefined {
+  const connectionWorkspace = h.workspace;
+  if (connectionWorkspace === undefined) return undefined;
+  return config.clusters
+    .filter((c) => c.hypha === hypha)
+    .map((c) => ({
+      cluster: c.cluster,
+      enabled: c.mapping.bioengine.enabled,
+      workspace: c.mapping.bioengine.workspace ?? connectionWorkspace,
+      workerClientId: c.mapping.bioengine.workerClientId,
+    }));
+}

@@ -1,0 +1,39 @@
+import type { SourceHealth } from './health';
+import type { WorkerSample } from './registration';
+import type { ServiceInfo } from '../sources/hypha/types';
+
+// What one Hypha source publishes (Snapshot.hypha, by configured server name): its connection,
+// its copy of the registry and what the BioEngine workers it asked said. It judges nothing; the
+// registration stage joins this with the Ray part.
+
+export interface HyphaServerSample {
+  /** Configured Hypha server name (the `hypha` / `target` label). */
+  target: string;
+  health: SourceHealth;
+  /** Successful connections after the first one. */
+  reconnectsTotal: number;
+  /** Number of the current connection (1 = first). */
+  generation: number;
+  workspace?: string;
+  serverId?: string;
+  hyphaVersion?: string;
+  /**
+   * When the current connection's first full listing completed (Unix seconds); 0 while not
+   * connected or not yet listed: the registry below is then not a reading of this connection.
+   */
+  listedSeconds: number;
+  /** Connections whose registry was listed; more than 1 means the view is from after a reconnect. */
+  connectionsListed: number;
+  /** Services per workspace listed on the current connection (absent workspace: not listed). */
+  registry: ReadonlyMap<string, readonly ServiceInfo[]>;
+  workers: WorkerSample[];
+  /** Events applied since start, per type. */
+  eventsTotal: Record<string, number>;
+  /** Listing entries Hypha returned that could not be read (dropped, counted). */
+  malformedTotal: number;
+}
+
+/** Registry entries seen, per listed workspace (status page). */
+export function servicesByWorkspace(h: HyphaServerSample): Record<string, number> {
+  return Object.fromEntries([...h.registry].map(([ws, list]) => [ws, list.length]));
+}

@@ -1,0 +1,88 @@
+import type { Logger } from '../log';
+import { failedHealth, newSourceHealth, SampleErrorReason, SourceHealth, SourceKind } from '../snapshot/health';
+
+export type LogFields = Record<string, unknown>;
+
+export interface HealthBookOptions {
+  kind: SourceKind;
+  /** Configured name of the upstream, as in SourceHealth.target. */
+  target: string;
+  intervalSeconds?: number;
+  /** What a predecessor replaced by a reload published: continued, so a reload is neither an outage nor a counter reset. */
+  previous?: SourceHealth;
+  log: Logger;
+  /** Names the source in its log lines: "<label> source up", "<label> source down", "<label> sample failed". */
+  label: string;
+  /** On every up/down line, so a line names its upstream even where the logger's bindings are not shown. */
+  fields?: LogFields;
+}
+
+/**
+ * The up/down bookkeeping every source keeps: one SourceHealth, replaced (never mutated, since the
+ * previous one is part of a published snapshot) on each outcome, and one log line per transition.
+ *
+ * "source down" is a warning once per down spell, including the spell before the first success and
+ * never again for a spell a predecessor already reported; repeats are debug. A source that cannot
+ * reach its upstream would otherwise repeat the same warning every interval.
+ */
+export class HealthBook {
+  #health: SourceHealth;
+  readonly #log: Logger;
+  readonly #label: string;
+  readonly #fields: LogFields;
+
+  constructor(opts: HealthBookOptions) {
+    this.#health = newSourceHealth(opts.kind, opts.target, opts.intervalSeconds, opts.previous);
+    this.#log = opts.log;
+    this.#label = opts.label;
+    this.#fields = opts.fields ?? {};
+  }
+
+  get health(): SourceHealth {
+    return this.#health;
+  }
+
+  get up(): boolean {
+    return this.#health.up;
+  }
+
+  /**
+   * A successful sample. `durationSeconds` undefined keeps the previous duration (for a cycle that
+   * reports up before its slower parts have run; see recordDuration). Returns true when this
+   * success starts an up spell, for state that must only count from the source coming up.
+   */
+  succeeded(durationSeconds: number | undefined, logFields: LogFields = {}): boolean {
+    const cameUp = !this.#health.up;
+    this.#health = {
+      ...this.#health,
+      up: true,
+      lastSuccessSeconds: Date.now() / 1000,
+      lastDurationSeconds: durationSeconds ?? this.#health.lastDurationSeconds,
+    };
+    if (cameUp) this.#log.info({ ...this.#fields, ...logFields }, `${this.#label} source up`);
+    return cameUp;
+  }
+
+  /** A failed sample: down, counted by reason. `message` must already be free of secrets. */
+  failed(reason: SampleErrorReason, message: string, durationSeconds?: number): void {
+    const h = this.#health;
+    // Up only changes through succeeded()/failed(), so a source that is down and has an error on
+    // record has already reported this spell (or its predecessor did).
+    const spellStarts = h.up || (h.lastSuccessSeconds === undefined && h.lastError === undefined);
+    this.#health = failedHealth(h, reason, message, durationSeconds);
+    const fields = { ...this.#fields, reason, error: message };
+    if (spellStarts) this.#log.warn(fields, `${this.#label} source down`);
+    else this.#log.debug(fields, `${this.#label} sample failed`);
+  }
+
+  /** Errors of a partial failure (malformed entries, one unreadable part): counted, the source stays up. */
+  countError(reason: SampleErrorReason, count = 1): void {
+    if (count <= 0) return;
+    this.#health = { ...this.#health, errors: { ...this.#health.errors, [reason]: this.#health.errors[reason] + count } };
+  }
+
+  /** The duration of a cycle whose success was recorded before it finished. */
+  recordDuration(durationSeconds: number): void {
+    this.#health = { ...this.#health, lastDurationSeconds: durationSeconds };
+  }
+}
