@@ -1,4 +1,4 @@
-// Issue 14: /metrics cost at scale, side by side with a bare prom-client registry holding the
+// /metrics cost at scale, side by side with a bare prom-client registry holding the
 // same series (the "floor"), and the exporter's memory measured in a process of its own.
 import { fork } from 'node:child_process';
 import http from 'node:http';

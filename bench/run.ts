@@ -9,7 +9,7 @@ import { metricsScale, processMemory } from './metrics-scale';
 
 const f = (x: number) => x.toFixed(1);
 
-/** Issue 14: the /metrics targets, each ratio measured side by side with a bare prom-client registry in one run. */
+/** The /metrics targets, each ratio measured side by side with a bare prom-client registry in one run. */
 async function metricsTargets(file: string, write: boolean, churned?: Awaited<ReturnType<typeof churn>>): Promise<void> {
   const x = (a: number, b: number) => `${(a / b).toFixed(3)}×`;
   const ok = (cond: boolean) => (cond ? 'yes' : '**no**');
@@ -51,7 +51,7 @@ async function metricsTargets(file: string, write: boolean, churned?: Awaited<Re
     `Where the 1k-app heap goes (heap snapshot after the cycles, self size by kind, MB): ${(where.top ?? []).slice(0, 8).map((t) => `${t.what} ${t.mb.toFixed(1)}`).join(', ')}.`,
   ].join('\n');
   process.stdout.write(`\n${text}\n`);
-  if (write) writeSection(file, 'metrics-scale', `## /metrics at scale: pre-rendered text vs prom-client (issue 14)\n\n${text}`);
+  if (write) writeSection(file, 'metrics-scale', `## /metrics at scale: pre-rendered text vs prom-client\n\n${text}`);
 }
 
 async function main(): Promise<void> {

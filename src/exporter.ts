@@ -6,7 +6,7 @@ import type { MetricsSection } from './metrics/section';
 import { RegistrationStage } from './registration/stage';
 import { loadPersistedState, PersistedStateWriter } from './snapshot/persisted';
 import { SnapshotStore } from './snapshot/store';
-import { TransitionRecorder } from './status-page/transitions';
+import { TransitionRecorder } from './snapshot/transitions';
 import type { Source } from './sources/poller';
 import { registrationStageConfig } from './sources/hypha/planner';
 import { DesiredSource, planRaySources, SourcePlanner } from './sources/registry';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseDuration } from '../util/duration';
 import { credentialRef, duration, labelName, wsOrHttpUrl } from './validators';
-import { clientIdOf } from '../sources/services/holder-field';
+import { clientIdOf, splitWorkspace } from '../util/hypha-id';
 
 // Config fragment `watched_services:` (docs/watched-services.md). Kept apart from schema.ts so
 // the watched-services feature owns its shape; schema.ts only adds the key.
@@ -219,7 +219,7 @@ export interface WatchedServiceConfig {
 }
 
 function serviceIdOf(ref: string): string {
-  return ref.slice(ref.indexOf('/') + 1);
+  return splitWorkspace(ref).rest;
 }
 
 function ms(d: string): number {
@@ -245,12 +245,12 @@ export function effectiveProbe(service: string, probe: RawWatchedService['probe'
 
 export function resolveWatchedServices(raw: RawWatchedService[], global: { interval: string; timeout: string }): WatchedServiceConfig[] {
   return raw.map((s): WatchedServiceConfig => {
-    const slash = s.service.indexOf('/');
+    const { workspace, rest } = splitWorkspace(s.service);
     const timeoutMs = ms(s.timeout ?? global.timeout);
     return {
       service: s.service,
-      workspace: s.service.slice(0, slash),
-      serviceId: s.service.slice(slash + 1),
+      workspace: workspace ?? '',
+      serviceId: rest,
       intervalMs: ms(s.interval ?? global.interval),
       timeoutMs,
       resolveMode: s.resolve_mode,

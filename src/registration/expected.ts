@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { ClusterMapping, TemplateMapping } from '../config/hypha-schema';
 import type { ServeApp } from '../snapshot/types';
+import { parseServiceId, splitWorkspace } from '../util/hypha-id';
 import type { WorkerSample } from '../snapshot/registration';
 
 /** The service a Serve app is expected to have in Hypha. */
@@ -21,7 +22,7 @@ export interface ExpectedService {
 export { BIOENGINE_PROXY_DEPLOYMENT } from '../serve/judgement';
 import { BIOENGINE_PROXY_DEPLOYMENT } from '../serve/judgement';
 
-/** BioEngine's proxy client id: `{workerClientId}-{sha1(app)[:8]}` (bioengine.md §1.2). */
+/** BioEngine's proxy client id: `{workerClientId}-{sha1(app)[:8]}` (the ProxyDeployment registers under it). */
 export function bioengineProxyClientId(workerClientId: string, app: string): string {
   return `${workerClientId}-${crypto.createHash('sha1').update(app, 'utf8').digest('hex').slice(0, 8)}`;
 }
@@ -88,12 +89,10 @@ export function expectedService(
   const t = templateFor(app.name, mapping.templates);
   if (!t) return undefined;
   const text = render(t.service, { workspace: t.workspace ?? connectionWorkspace, app: app.name, cluster });
-  const slash = text.indexOf('/');
-  const colon = text.indexOf(':', slash + 1);
-  const workspace = text.slice(0, slash);
-  const client = text.slice(slash + 1, colon);
-  const serviceId = text.slice(colon + 1);
-  return { cluster, app: app.name, mapping: 'template', workspace, clientId: client === '*' ? undefined : client, serviceId, label: text };
+  const id = parseServiceId(text);
+  // The schema admits only templates of this shape; an app name that breaks it (a ":" in {app}) maps to nothing.
+  if (!id) return undefined;
+  return { cluster, app: app.name, mapping: 'template', workspace: id.workspace, clientId: id.clientId === '*' ? undefined : id.clientId, serviceId: id.serviceId, label: text };
 }
 
 /** Workspaces the mappings can point at, given the connection's (listed every cycle). */
@@ -102,7 +101,7 @@ export function mappedWorkspaces(mappings: readonly ClusterMapping[], connection
   for (const m of mappings) {
     if (m.bioengine.enabled) out.add(m.bioengine.workspace ?? connectionWorkspace);
     for (const t of m.templates) {
-      const ws = t.service.slice(0, t.service.indexOf('/'));
+      const ws = splitWorkspace(t.service).workspace ?? '';
       out.add(ws === '{workspace}' ? (t.workspace ?? connectionWorkspace) : ws);
     }
   }

@@ -1,6 +1,6 @@
 import type { ServeApp, ServeDeployment } from '../snapshot/types';
 import { appStatusClass, crashedDeployments, FAILED_STATUSES, idleDeployments } from '../serve/judgement';
-import type { ServiceInfo } from '../sources/hypha/types';
+import type { ServiceInfo } from '../snapshot/hypha';
 import type { ExpectedService } from './expected';
 import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from '../snapshot/registration';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { WorkerApp } from '../snapshot/registration';
 
-// Parsing what a BioEngine worker answers (bioengine.md §2.2-2.3). Fields are
+// Parsing what a BioEngine worker answers to get_status and get_app_status. Fields are
 // optional because older workers lack them and newer ones project them for
 // non-admin callers; nothing here trusts more than it has to.
 

@@ -1,10 +1,23 @@
 import type { SourceHealth } from './health';
 import type { WorkerSample } from './registration';
-import type { ServiceInfo } from '../sources/hypha/types';
 
 // What one Hypha source publishes (Snapshot.hypha, by configured server name): its connection,
 // its copy of the registry and what the BioEngine workers it asked said. It judges nothing; the
 // registration stage joins this with the Ray part.
+
+/** A service as listed by Hypha (ServiceInfo.model_dump(), without the schema). */
+export interface ServiceInfo {
+  /** Full id "workspace/clientId:serviceId" (never carries "@app"). */
+  id: string;
+  workspace: string;
+  clientId: string;
+  serviceId: string;
+  name?: string;
+  type?: string;
+  description?: string;
+  appId?: string;
+  visibility?: string;
+}
 
 export interface HyphaServerSample {
   /** Configured Hypha server name (the `hypha` / `target` label). */

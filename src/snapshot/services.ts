@@ -1,6 +1,6 @@
 import type { SourceHealth } from './health';
 
-// Snapshot part of the watched-services source (issue 4): per configured
+// Snapshot part of the watched-services source (docs/watched-services.md): per configured
 // service, who provides it now, which client id a fresh resolution gives,
 // which client ids long-lived holders (the exporter's own canary, workers)
 // still address, and how probe calls through both kinds of proxy fare.

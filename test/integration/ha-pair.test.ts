@@ -1,4 +1,4 @@
-// High availability end to end (issue 15 item 5), every process real and on loopback: two exporter
+// High availability end to end, every process real and on loopback: two exporter
 // replicas with one configuration, watching one real Ray Serve and one real Hypha; two Prometheus
 // servers configured by examples/ha/prometheus-{a,b}.yml (replica external label, dropped from
 // alerts), both loading the rules (test override: `for:` ÷ 10); two Alertmanager 0.25 clustered

@@ -106,7 +106,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     expect(seriesValue(t, 'hypha_serve_app_expected_service_info', { ray_cluster: 'test', app: APP, workspace: 'ws-user-root', service: EXPECTED })).toBe(1);
     expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { ray_cluster: 'test', app: APP })).toBeGreaterThan(0);
     expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
-    // Issue 12 #7: making the first connection is startup, not a failure to count or to show.
+    // Making the first connection is startup, not a failure to count or to show.
     expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', target: 'local', reason: 'connect' })).toBe(0);
     expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', target: 'local', reason: 'timeout' })).toBe(0);
     expect(ex.exporter.store.get().hypha?.get('local')?.health.lastError).toBeUndefined();
@@ -211,14 +211,14 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     process.stdout.write(`provider gone after restart: registered 0 reported ${Date.now() - tReady} ms after the server was ready (settle 3 s)\n`);
     // The spell starts when the registry could be seen again, not when the settle window ended.
     expect(since).toBeLessThan(Date.now() / 1000 - 2);
-    // Issue 12 #9: the exporter knows the spell began at its own reconnect and says so, rather than
+    // The exporter knows the spell began at its own reconnect and says so, rather than
     // sending on-call to a branch Serve's view does not support.
     const t = await ex.scrape();
     expect(seriesValue(t, 'hypha_serve_app_registration_state', { app: APP, state: 'missing_after_reconnect' })).toBe(1);
     expect(seriesValue(t, 'hypha_serve_app_registration_state', { app: APP, state: 'missing_scaled_to_zero' })).toBe(0);
   });
 
-  it('a reload that restarts the Hypha source keeps registration series and the missing spell (issue 12 #8)', async () => {
+  it('a reload that restarts the Hypha source keeps registration series and the missing spell', async () => {
     const text = configText({ url: hypha.url, tokenFile: tokenFile() });
     const ex = runExporter(text, 'reload');
     await waitFor('missing', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 0, 60_000, 100);

@@ -1,4 +1,4 @@
-// Issue 12 #5 and #8, live: a page must survive real operating conditions. The whole chain is real
+// Live: a page must survive real operating conditions. The whole chain is real
 // (Hypha, Ray Serve, the exporter CLI, Prometheus with the shipped rules under the documented test
 // override of `for:` ÷ 10, Alertmanager, a webhook receiver). Faults:
 //  - the Ray Serve API fails for ~1 s every 5 s (every few samples fail) while an app is RUNNING and

@@ -1,4 +1,4 @@
-// Issue 12, defects 4 and 10 against a real Hypha 0.21.137 with stand-in providers
+// Watched services against a real Hypha 0.21.137 with stand-in providers
 // registered by independent hypha-rpc clients:
 //  - the stale canary is a WITNESS: with no holders it stays stale past the old
 //    10-minute point (the clock is moved; a control service with the old bound is released);

@@ -1,4 +1,4 @@
-// Sharding (issue 15 item 6): several exporters split the Ray clusters, one configuration per shard
+// Sharding: several exporters split the Ray clusters, one configuration per shard
 // (examples/ha/exporter-shard-*.yml) and one Prometheus job per shard (examples/ha/prometheus-shards.yml).
 // Real peers on loopback: two Ray clusters (east with a BioEngine-like app, west idle), one Hypha, one
 // exporter per shard, Prometheus running the example file with the rules (test override: `for:` ÷ 10),

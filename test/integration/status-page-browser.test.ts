@@ -142,7 +142,7 @@ watched_services:
     await Promise.all([ray?.stop(), hypha?.stop()]);
   });
 
-  /** The BioEngine-like app with the proxy that deregisters it when Model is idle at zero (seed 000). */
+  /** The BioEngine-like app with the proxy that deregisters it when Model is idle at zero (the first incident). */
   function buggyApp(): ServeAppConfig {
     const base = rayAppConfig('bioengine-like.yaml').applications[0];
     const deployments = (base.deployments ?? []).map((d) => d.name === 'ProxyDeployment'
@@ -186,13 +186,13 @@ watched_services:
     expect(await page.locator('#apps tbody tr.sev-critical').count()).toBe(3);
     expect(await page.locator('#apps tbody tr.sev-ok').count()).toBe(1);
 
-    // Seed 000 on the page: Serve RUNNING (green badge) in a red row, with the registration state and its cause.
+    // The first incident on the page: Serve RUNNING (green badge) in a red row, with the registration state and its cause.
     const buggy = page.locator('#apps tbody tr').filter({ hasText: BUGGY });
     const cell = async (label: string) => (await buggy.locator(`td[data-label="${label}"]`).innerText()).replace(/\s+/g, ' ').trim();
     expect(await buggy.getAttribute('class')).toBe('sev-critical');
     expect(await buggy.locator('td[data-label="Serve status"] .badge').first().getAttribute('class')).toBe('badge ok');
     expect(await cell('Deployments')).toMatch(/Model HEALTHY running 0\/0 · min 0 max 1 scaled to zero/);
-    expect(await cell('Hypha service')).toBe(buggyId);
+    expect(await cell('Hypha service')).toBe(`${buggyId} on test-hypha`);
     expect(await cell('Registration')).toBe('missing_scaled_to_zero not in Hypha while every deployment is idle at zero replicas: deregistered for being scaled to zero (at zero: Model)');
     expect(await cell('Missing since')).toMatch(/^(just now|\d+ s ago) \(\d\d:\d\d:\d\d UTC\)$/);
     expect(await cell("Worker's view")).toBe(`${worker.serviceId} up app RUNNING · says not registered`);
@@ -321,7 +321,7 @@ watched_services:
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
-  it('Hypha restarts under a new artifact-manager client id (seed 003): the stale canary shows, fresh works', async () => {
+  it('Hypha restarts under a new artifact-manager client id (the second incident): the stale canary shows, fresh works', async () => {
     await page.goto(`${base}/?refresh=1`);
     await page.waitForSelector('body[data-refreshes]');
     const oldId = (await api()).watched_services[0].resolved_client_id;

@@ -9,7 +9,7 @@ import { hyphaParts } from '../helpers/hypha-snapshot';
 import { newSourceHealth, RayClusterSample, Snapshot } from '../../src/snapshot/types';
 import { seriesCount, seriesValue } from '../helpers/exporter';
 
-// The registration families' label sets are the alerts' identity (issue 12 #2, #3).
+// The registration families' label sets are the alerts' identity.
 
 function ray(cluster: string, up = true): RayClusterSample {
   return { cluster, health: { ...newSourceHealth('ray', cluster), up }, state: { apps: [], proxies: [], appsDropped: 0 }, appsDroppedTotal: 0, malformedTotal: 0 };

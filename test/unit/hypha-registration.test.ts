@@ -125,7 +125,7 @@ describe('expected service ids', () => {
     expect(expectedService('c', be, m, 'bio', noDeployedBy)?.clientId).toBe(bioengineProxyClientId('w2', 'model-runner'));
     const configured = { ...m, bioengine: { enabled: true, workspace: 'other', workerClientId: 'cfg' } };
     expect(expectedService('c', be, configured, 'bio', dir)).toMatchObject({ workspace: 'other', clientId: bioengineProxyClientId('cfg', 'model-runner') });
-    // Issue 12 #2: a worker restart (old worker gone, new one registered but not yet cross-checked, or
+    // A worker restart (old worker gone, new one registered but not yet cross-checked, or
     // get_status failing) keeps the last known id instead of falling back to "*" or guessing the new worker.
     const restarting: WorkerDirectory = { registeredWorkers: () => ['w-new'], samples: [] };
     expect(expectedService('c', be, m, 'bio', restarting, 'w-old')?.clientId).toBe(bioengineProxyClientId('w-old', 'model-runner'));
@@ -138,7 +138,7 @@ describe('expected service ids', () => {
     expect(expectedService('c', plain, m, 'bio', dir)).toBeUndefined();
   });
 
-  it('ties a worker to a Ray cluster only when the config leaves no doubt (issue 12 #3)', () => {
+  it('ties a worker to a Ray cluster only when the config leaves no doubt', () => {
     const m = (cluster: string, workspace: string, workerClientId?: string) => ({ cluster, enabled: true, workspace, workerClientId });
     const w = { workspace: 'bio', clientId: 'w-a' };
     expect(clusterOfWorker(w, [m('A', 'bio')])).toBe('A');
@@ -188,7 +188,7 @@ describe('missing causes', () => {
     ['idle at zero, was registered', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), true, true],
     ['waking (UPSCALING at zero)', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'UPSCALING', 0)]), true, true],
     ['deployed at zero, never registered since birth', 'missing_never_registered', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), true, false],
-    // Issue 12 #5: without history the exporter must not claim either incident-1 path.
+    // Without history the exporter must not claim either incident-1 path.
     ['birth not seen (exporter started later), never seen registered', 'missing_history_unknown', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), false, false],
     ['birth not seen, seen registered since, now at zero', 'missing_scaled_to_zero', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]), false, true],
     ['running and serving, never registered', 'missing_never_registered', app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 1)]), true, false],
@@ -196,7 +196,7 @@ describe('missing causes', () => {
     ['sibling UNHEALTHY', 'missing_crashed', app('a', 'UNHEALTHY', [proxy, dep('Model', 'UNHEALTHY', 0)]), true, true],
     ['sibling at zero and not serviceable', 'missing_crashed', app('a', 'RUNNING', [proxy, dep('Model', 'UPDATING', 0)]), true, true],
     ['deploy failed', 'missing_crashed', app('a', 'DEPLOY_FAILED', [proxy, dep('Model', 'DEPLOY_FAILED', 0)]), true, false],
-    // Issue 12 #7: an app Serve has not brought up owes no registration.
+    // An app Serve has not brought up owes no registration.
     ['still deploying', 'not_running', app('a', 'DEPLOYING', [proxy, dep('Model', 'UPDATING', 0)]), true, false],
     ['being deleted', 'not_running', app('a', 'DELETING', [proxy, dep('Model', 'HEALTHY', 1)]), true, true],
     ['not started', 'not_running', app('a', 'NOT_STARTED', []), true, false],
@@ -204,7 +204,7 @@ describe('missing causes', () => {
     expect(missingCause(a, { birthObserved: birth, everRegistered: ever })).toBe(want);
   });
 
-  it('a spell that began at the exporter\'s own reconnect is missing_after_reconnect, not scaled to zero (issue 12 #9)', () => {
+  it('a spell that began at the exporter\'s own reconnect is missing_after_reconnect, not scaled to zero', () => {
     const idleApp = app('a', 'RUNNING', [proxy, dep('Model', 'HEALTHY', 0)]);
     expect(missingCause(idleApp, { birthObserved: true, everRegistered: true, spellAfterReconnect: true })).toBe('missing_after_reconnect');
     // A crash is still told as a crash.
@@ -247,12 +247,12 @@ describe('RegistrationTracker', () => {
     expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1250, after))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1250 });
   });
 
-  it('the default settle window outlasts hypha-rpc\'s 60 s ±10 % reconnect backoff (issue 12 #9)', () => {
+  it('the default settle window outlasts hypha-rpc\'s 60 s ±10 % reconnect backoff', () => {
     const cfg = hyphaRegistrationSchema.parse({});
     expect(parseDuration(cfg.reconnect_settle)).toBeGreaterThan(66_000);
   });
 
-  it('an app that is not running is not missing: no spell, and a spell ends when Serve redeploys it (issue 12 #7)', () => {
+  it('an app that is not running is not missing: no spell, and a spell ends when Serve redeploys it', () => {
     const t = new RegistrationTracker();
     const deploying = app('a', 'DEPLOYING', [dep('ProxyDeployment', 'UPDATING', 0), dep('Model', 'UPDATING', 0)], 1000);
     expect(t.evaluateCluster('c', [deploying], exp('a'), new ProviderIndex([]), input(1100))[0]).toMatchObject({ state: 'not_running', unregisteredSinceSeconds: undefined });
@@ -261,7 +261,7 @@ describe('RegistrationTracker', () => {
     expect(t.evaluateCluster('c', [deploying], exp('a'), new ProviderIndex([]), input(1120))[0]).toMatchObject({ state: 'not_running', unregisteredSinceSeconds: undefined });
   });
 
-  it('a woken app keeps missing_scaled_to_zero while its proxy re-registers, then says other (issue 12 #7)', () => {
+  it('a woken app keeps missing_scaled_to_zero while its proxy re-registers, then says other', () => {
     const t = new RegistrationTracker();
     t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100));
     expect(t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1200))[0].state).toBe('missing_scaled_to_zero');

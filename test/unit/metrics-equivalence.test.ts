@@ -1,5 +1,5 @@
 // The table-driven, cached renderer must carry exactly the series of the prom-client renderer it
-// replaced (issue 14): same families, labels and values, order aside. The replaced sections are
+// replaced by the table: same families, labels and values, order aside. The replaced sections are
 // kept below, verbatim in behaviour, as the oracle.
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// --metric-allowlist / --metric-denylist (issue 14): parsed as kube-state-metrics does (comma-
+// --metric-allowlist / --metric-denylist: parsed as kube-state-metrics does (comma-
 // separated, each regex anchored to the whole family name) and applied by the renderer.
 import { FlagError, parseFlags } from '../../src/cli/flags';
 import { familyEnabled } from '../../src/metrics/renderer';

@@ -1,4 +1,4 @@
-// /metrics content negotiation (issue 14): gzip and identity from Accept-Encoding, OpenMetrics
+// /metrics content negotiation: gzip and identity from Accept-Encoding, OpenMetrics
 // from Accept, through the real HTTP app; the cached gzip body is reused while nothing changed.
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';

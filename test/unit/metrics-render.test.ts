@@ -1,4 +1,4 @@
-// Pre-rendered, cached /metrics (issue 14): escaping of hostile names (promtool and a strict
+// Pre-rendered, cached /metrics: escaping of hostile names (promtool and a strict
 // OpenMetrics parser), per-unit re-rendering, and the incremental result equal to a fresh render.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -12,7 +12,7 @@ import type { ServeApp } from '../../src/snapshot/types';
 import { memoryLogger } from '../helpers/exporter';
 import { putHypha, putSnapshot } from '../helpers/hypha-snapshot';
 
-// Issue 12 #5: what must survive an exporter restart so that the restart neither ends a page
+// What must survive an exporter restart so that the restart neither ends a page
 // (the incident-2 witness) nor makes the exporter claim a cause it cannot know.
 
 const idle: ServeApp = {

@@ -166,7 +166,7 @@ describe('Ray Serve source through the exporter', () => {
     await h.close();
   });
 
-  it('a reload that restarts the source carries its health, counters and data over: no up 0, no gap (issue 12 #8)', async () => {
+  it('a reload that restarts the source carries its health, counters and data over: no up 0, no gap', async () => {
     up.set(json(serve({ zero: zeroApp })));
     const h = exporterWithConfig(config());
     h.exporter.start();

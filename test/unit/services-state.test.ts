@@ -1,5 +1,6 @@
 import { CycleEvents, HolderReading, RegistryObservation, WatchState } from '../../src/sources/services/state';
-import { readHeldClientId, clientIdOf } from '../../src/sources/services/holder-field';
+import { readHeldClientId } from '../../src/sources/services/holder-field';
+import { clientIdOf } from '../../src/util/hypha-id';
 import { outcomeOf } from '../../src/sources/services/outcome';
 import { CALL_DURATION_BUCKETS, HolderProbeResult, ProbeResult, WatchedServiceSample } from '../../src/snapshot/services';
 import { newSourceHealth } from '../../src/snapshot/types';

@@ -10,11 +10,11 @@ import {
   ListServicesQuery,
   parseConnectionInfo,
   parseEvent,
-  parseServiceId,
   parseServiceInfo,
   parseServiceList,
   ServiceInfo,
 } from './types';
+import { parseServiceId } from '../../util/hypha-id';
 
 /** Pino-compatible subset. */
 export interface HyphaLogger {

@@ -11,7 +11,8 @@ import { Poller, Source } from '../poller';
 import { HyphaClient, HyphaConnection } from './client';
 import { HyphaError, sampleReason, toHyphaError } from './errors';
 import { RegistryView } from './registry-view';
-import { HyphaEvent, HyphaEventType, parseServiceId } from './types';
+import { parseServiceId } from '../../util/hypha-id';
+import type { HyphaEvent, HyphaEventType } from './types';
 
 export const HYPHA_SOURCE_KIND = 'hypha' as const;
 

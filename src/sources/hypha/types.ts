@@ -1,21 +1,12 @@
 import { z } from 'zod';
+import { parseServiceId, splitWorkspace } from '../../util/hypha-id';
+import type { ServiceInfo } from '../../snapshot/hypha';
+
+export type { ServiceInfo };
 
 // Typed views of what hypha-rpc hands back untyped. Everything from the wire
 // is parsed here before it reaches the rest of the exporter.
 
-/** A service as listed by Hypha (ServiceInfo.model_dump(), without the schema). */
-export interface ServiceInfo {
-  /** Full id "workspace/clientId:serviceId" (never carries "@app"). */
-  id: string;
-  workspace: string;
-  clientId: string;
-  serviceId: string;
-  name?: string;
-  type?: string;
-  description?: string;
-  appId?: string;
-  visibility?: string;
-}
 
 export const SYSTEM_EVENTS = [
   'service_added',
@@ -63,16 +54,6 @@ export interface ListServicesQuery {
   serviceId?: string;
   type?: string;
   visibility?: 'public' | 'protected' | 'unlisted';
-}
-
-/** Splits "ws/client:svc"; undefined when the text is not of that shape. */
-export function parseServiceId(id: string): { workspace: string; clientId: string; serviceId: string } | undefined {
-  const slash = id.indexOf('/');
-  if (slash <= 0) return undefined;
-  const colon = id.indexOf(':', slash + 1);
-  if (colon <= slash + 1 || colon === id.length - 1) return undefined;
-  const serviceId = id.slice(colon + 1).split('@')[0];
-  return { workspace: id.slice(0, slash), clientId: id.slice(slash + 1, colon), serviceId };
 }
 
 const optText = z.string().nullish().transform((v) => v ?? undefined);
@@ -135,10 +116,10 @@ export function parseEvent(raw: unknown, receivedAtMs: number, generation: numbe
     if (!d.success) return undefined;
     let clientId = d.data.id;
     let workspace = d.data.workspace ?? undefined;
-    const slash = clientId.indexOf('/');
-    if (slash >= 0) {
-      workspace = workspace ?? clientId.slice(0, slash);
-      clientId = clientId.slice(slash + 1);
+    const split = splitWorkspace(clientId);
+    if (split.workspace !== undefined) {
+      workspace = workspace ?? split.workspace;
+      clientId = split.rest;
     }
     if (!workspace) return undefined;
     return { ...base, type: type as ClientEventType, clientId, workspace };

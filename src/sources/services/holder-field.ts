@@ -1,3 +1,5 @@
+import { clientIdOf } from '../../util/hypha-id';
+
 /**
  * Reads the cached id a holder reports. The value may be a bare client id, a
  * "ws/client" target or a full "ws/client:svc" id; all reduce to the client id.
@@ -12,16 +14,4 @@ export function readHeldClientId(result: unknown, path: readonly string[] | unde
   }
   if (typeof v !== 'string') return undefined;
   return clientIdOf(v);
-}
-
-/** "ws/client:svc" → "client"; "ws/client" → "client"; "client" → "client". */
-export function clientIdOf(id: string): string | undefined {
-  let s = id.trim();
-  const at = s.indexOf('@');
-  if (at >= 0) s = s.slice(0, at);
-  const slash = s.indexOf('/');
-  if (slash >= 0) s = s.slice(slash + 1);
-  const colon = s.indexOf(':');
-  if (colon >= 0) s = s.slice(0, colon);
-  return s.length > 0 && s.length <= 256 ? s : undefined;
 }

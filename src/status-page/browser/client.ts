@@ -235,8 +235,10 @@ export function statusPageClient(win: Window): void {
         const sev = r.state === 'registered' ? (r.client_id_mismatch ? 'warning' : 'ok') : r.state.startsWith('missing') ? 'critical' : r.state === 'not_running' ? 'warning' : 'unknown';
         const regCell = td('Registration', badge(r.state, sev), el('div', 'why', r.cause));
         if (r.client_id) addTo(regCell, el('div', 'why', 'client ', mono(r.client_id), r.client_id_mismatch ? ' (not the expected client id)' : ''));
-        cells.push(td('Hypha service', mono(r.expected_service_id)), regCell, td('Missing since', timeEl(r.missing_since)));
-        search.push(r.expected_service_id, r.state, r.cause, r.client_id);
+        // Which server: with several Hypha servers the same service id can be expected on either.
+        const service = r.hypha === undefined ? td('Hypha service', mono(r.expected_service_id)) : td('Hypha service', mono(r.expected_service_id), el('div', 'why', 'on ', mono(r.hypha)));
+        cells.push(service, regCell, td('Missing since', timeEl(r.missing_since)));
+        search.push(r.expected_service_id, r.state, r.cause, r.client_id, r.hypha);
       } else {
         cells.push(td('Hypha service', el('span', 'muted', '—')), td('Registration', el('span', 'muted', 'not expected in Hypha')), td('Missing since', el('span', 'muted', '—')));
       }
