@@ -32,9 +32,9 @@ export interface Config {
   rayClusters: RayClusterConfig[];
   /** Every configured Hypha server (`hypha:` as one object or a list), in config order. */
   hyphaServers: HyphaServerConfig[];
-  /** The first Hypha server: the default of registration mappings, and the one watched services use. */
+  /** The first Hypha server: the default server of registration mappings and watched services. */
   hypha?: HyphaServerConfig;
-  /** Watched services on the first Hypha server; sampled only when one is configured. */
+  /** Watched services (each on its `hypha` server, default the first); sampled only when a server is configured. */
   watchedServices: WatchedServiceConfig[];
   /** Expected Hypha registrations; sampled only when a Hypha server is configured. */
   hyphaRegistration: HyphaRegistrationConfig;
@@ -224,6 +224,12 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
     return { name: h.name, serverUrl: h.server_url, workspace: h.workspace, token };
   });
   const watchedServices = resolveWatchedServices(raw.watched_services, raw.global);
+  const unknownServer = raw.watched_services.findIndex((w) => w.hypha !== undefined && !hyphaServers.some((h) => h.name === w.hypha));
+  if (unknownServer >= 0) {
+    const path = ['watched_services', unknownServer, 'hypha'];
+    const pos = locate(doc, lc, path);
+    throw new ConfigError(file, formatPath(path), `no hypha server is named "${raw.watched_services[unknownServer].hypha}"`, pos?.line, pos?.col);
+  }
   const problem = checkHyphaRegistration(raw.hypha_registration, rayClusters.map((c) => c.name), hyphaServers.map((h) => h.name));
   if (problem) {
     const pos = locate(doc, lc, problem.path);

@@ -111,6 +111,7 @@ export const holderSchema = z
 export const watchedServiceSchema = z
   .strictObject({
     service: serviceRef.describe('Service to watch; the value of the `service` label.'),
+    hypha: z.string().min(1).optional().describe('Name of the `hypha:` server the service is watched on (default: the first).'),
     interval: duration.optional().describe('Sampling interval (default: global.interval).'),
     timeout: duration.optional().describe('Hard deadline of every call of one cycle (default: global.timeout).'),
     resolve_mode: z.enum(RESOLVE_MODES).default('random').describe('getService mode for the fresh resolution and the canary.'),
@@ -208,6 +209,8 @@ export interface HolderConfig {
 export interface WatchedServiceConfig {
   /** "workspace/service-id" as configured. */
   service: string;
+  /** The configured Hypha server it is watched on; undefined = the first. */
+  hypha?: string;
   workspace: string;
   serviceId: string;
   intervalMs: number;
@@ -249,6 +252,7 @@ export function resolveWatchedServices(raw: RawWatchedService[], global: { inter
     const timeoutMs = ms(s.timeout ?? global.timeout);
     return {
       service: s.service,
+      hypha: s.hypha,
       workspace: workspace ?? '',
       serviceId: rest,
       intervalMs: ms(s.interval ?? global.interval),

@@ -4,7 +4,10 @@
 import fs from 'node:fs';
 import { Exporter } from '../../src/exporter';
 import { HyphaMetrics } from '../../src/metrics/hypha';
+import { ServicesMetrics } from '../../src/metrics/services';
 import { planHyphaRegistration } from '../../src/sources/hypha/planner';
+import type { SourcePlanner } from '../../src/sources/registry';
+import { planWatchedServices } from '../../src/sources/services/planner';
 import { buildStatus } from '../../src/status-page/build';
 import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
@@ -55,14 +58,29 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     ].join('\n');
   }
 
-  function runExporter(text: string, name: string): Running {
+  function runExporter(text: string, name: string, planners: SourcePlanner[] = [planHyphaRegistration]): Running {
     const file = tmp.write(`${name}.yml`, text);
     const { log, lines } = memoryLogger();
-    const exporter = new Exporter({ configFile: file, log, planners: [planHyphaRegistration], sections: [(r) => new HyphaMetrics(r)] });
+    const exporter = new Exporter({ configFile: file, log, planners, sections: [(r) => new HyphaMetrics(r), (r) => new ServicesMetrics(r)] });
     exporter.start();
     const r: Running = { exporter, lines, scrape: () => exporter.metrics.render(), stop: () => exporter.stop() };
     started.push(r);
     return r;
+  }
+
+  /** Scrapes for 5 s after a reload: the source stays up, the app stays missing, its spell keeps its start. */
+  async function gapsAfterReload(ex: Running, since: number | undefined): Promise<string[]> {
+    const gaps = new Set<string>();
+    const app = { ray_cluster: 'test', app: APP };
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline) {
+      const t = await ex.scrape();
+      if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) !== 1) gaps.add('source_up not 1');
+      if (seriesValue(t, 'hypha_serve_app_registered', app) !== 0) gaps.add('app_registered not 0');
+      if (seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', app) !== since) gaps.add('unregistered_since moved');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return [...gaps];
   }
 
   const tokenFile = () => {
@@ -229,16 +247,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     // A changed registry interval restarts the source (a new connection).
     tmp.write('reload.yml', text.replace('global: {interval: 2s, timeout: 2s}', 'global: {interval: 3s, timeout: 2s}'));
     expect(ex.exporter.reload().ok).toBe(true);
-    const gaps: string[] = [];
-    const deadline = Date.now() + 5000;
-    while (Date.now() < deadline) {
-      const t = await ex.scrape();
-      if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) !== 1) gaps.push('source_up not 1');
-      if (seriesValue(t, 'hypha_serve_app_registered', { app: APP }) !== 0) gaps.push('app_registered not 0');
-      if (seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP }) !== since) gaps.push('unregistered_since moved');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect([...new Set(gaps)]).toEqual([]);
+    expect(await gapsAfterReload(ex, since)).toEqual([]);
     const after = await ex.scrape();
     expect(seriesValue(after, 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'connect' })).toBe(connectErrors);
     expect(seriesValue(after, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
@@ -258,16 +267,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
       .replace('  clusters:\n', `  clusters:\n    - cluster: twin\n      templates:\n        - {service: "{workspace}/other-bridge:{app}", include: "^${APP}$"}\n`);
     tmp.write('reload-cluster.yml', added);
     expect(ex.exporter.reload().ok).toBe(true);
-    const gaps: string[] = [];
-    const deadline = Date.now() + 5000;
-    while (Date.now() < deadline) {
-      const t = await ex.scrape();
-      if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) !== 1) gaps.push('source_up not 1');
-      if (seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'test', app: APP }) !== 0) gaps.push('app_registered not 0');
-      if (seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { ray_cluster: 'test', app: APP }) !== since) gaps.push('unregistered_since moved');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect([...new Set(gaps)]).toEqual([]);
+    expect(await gapsAfterReload(ex, since)).toEqual([]);
     await waitFor('the added cluster judged', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { ray_cluster: 'twin', app: APP }) === 0, 30_000, 100);
     const after = await ex.scrape();
     expect(seriesValue(after, 'hypha_serve_app_expected_service_info', { ray_cluster: 'twin', app: APP, service: `ws-user-root/other-bridge:${APP}` })).toBe(1);
@@ -289,7 +289,9 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
         'hypha:',
         `  - {name: local, server_url: "${hypha.url}", bearer_token_file: "${tokenFile()}"}`,
         `  - {name: lab, server_url: "${lab.url}", bearer_token_file: "${labToken}"}`,
-        'watched_services: []',
+        // The app's service is watched too, on the server it lives on (local has no provider of it).
+        'watched_services:',
+        `  - {service: "ws-user-root/${APP}", hypha: lab, interval: 1s}`,
         'hypha_registration:',
         '  clusters:',
         '    - cluster: test',
@@ -301,7 +303,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
         `        - {service: "{workspace}/${BRIDGE}:{app}", include: "^${APP}$"}`,
         '',
       ].join('\n');
-      const ex = runExporter(text, 'two-servers');
+      const ex = runExporter(text, 'two-servers', [planHyphaRegistration, planWatchedServices]);
       // The app registers on the lab server only.
       const r = await startRegistrant({ serverUrl: lab.url, token: lab.rootToken, prefix: 'unused', app: APP, clientId: BRIDGE, type: 'generic' });
       registrants.push(r);
@@ -315,6 +317,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
       expect(seriesCount(t, 'hypha_serve_app_registered', { app: APP })).toBe(2);
       expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'lab' })).toBe(1);
       expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(1);
+      await waitFor('the watched service resolved on lab', async () => seriesValue(await ex.scrape(), 'hypha_serve_service_providers', { service: `ws-user-root/${APP}` }) === 1, 30_000, 100);
       // The status page names the server of each registration.
       const status = buildStatus({ snapshot: ex.exporter.store.get(), transitions: [], transitionsCapacity: 0, ready: true, version: 'test', revision: 'test', now: Date.now() / 1000 });
       const regs = status.apps.filter((a) => a.app === APP).map((a) => [a.cluster, a.registration?.hypha, a.registration?.state]).sort();

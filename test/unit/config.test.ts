@@ -102,6 +102,8 @@ describe('config loading', () => {
     expect(two.hyphaServers.map((h) => [h.name, h.token?.reveal()])).toEqual([['public', 'token-one'], ['lab', 'token-two']]);
     expect(two.hypha?.name).toBe('public');
     expect(two.hyphaRegistration.clusters[0].hypha).toBe('lab');
+    // Watched services default to the first server.
+    expect(two.watchedServices.map((w) => [w.service, w.hypha])).toEqual([['public/artifact-manager', undefined]]);
     expect(JSON.stringify(two)).not.toMatch(/token-one|token-two/);
   });
 
@@ -111,6 +113,7 @@ describe('config loading', () => {
     expectError('hypha:\n  - {name: a, server_url: "https://x"}\n  - {name: a, server_url: "https://y"}\n', /^hypha\[1\]\.name$/, 3, /duplicate Hypha server name "a"/);
     expectError('ray_clusters:\n  - {name: c, dashboard_url: "http://x:8265"}\nhypha: {name: a, server_url: "https://x"}\nhypha_registration:\n  clusters:\n    - cluster: c\n      hypha: nope\n', /hypha_registration\.clusters\[0\]\.hypha/, 7, /no hypha server is named "nope"/);
     expectError('hypha: []\n', /^hypha$/, 1, /.+/);
+    expectError('hypha: {name: a, server_url: "https://x"}\nwatched_services:\n  - service: public/artifact-manager\n    hypha: lab\n', /^watched_services\[0\]\.hypha$/, 4, /no hypha server is named "lab"/);
   });
 
   it('reports a missing config file', () => {

@@ -52,30 +52,29 @@ describe('RegistrationStage', () => {
     return { store, fresh, stage };
   }
 
-  it('judges each cluster on the registry of the Hypha server its mapping names', async () => {
-    const { store, stage } = setup();
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public'), templated('b', 'lab')] });
-    stage.start();
-    store.setRayCluster(ray('a', [app('x')]));
-    store.setRayCluster(ray('b', [app('x')]));
-    // x is registered on the public server only (deployed before the stage started: history unknown).
-    store.setHyphaServer(hypha('public', [svc('ws', 'bridge', 'x')]));
-    store.setHyphaServer(hypha('lab', []));
+  /** Clusters a (on public) and b (on lab), both running app x, with the given registries published. */
+  async function twoServers(publicServices: ServiceInfo[], labServices: ServiceInfo[]) {
+    const s = setup();
+    s.stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public'), templated('b', 'lab')] });
+    s.stage.start();
+    s.store.setRayCluster(ray('a', [app('x')]));
+    s.store.setRayCluster(ray('b', [app('x')]));
+    s.store.setHyphaServer(hypha('public', publicServices));
+    s.store.setHyphaServer(hypha('lab', labServices));
     await flush();
+    return s;
+  }
+
+  it('judges each cluster on the registry of the Hypha server its mapping names', async () => {
+    // x is registered on the public server only (deployed before the stage started: history unknown).
+    const { store, stage } = await twoServers([svc('ws', 'bridge', 'x')], []);
     const apps = store.get().registration?.apps ?? [];
     expect(apps.map((a) => [a.cluster, a.hypha, a.state])).toEqual([['a', 'public', 'registered'], ['b', 'lab', 'missing_history_unknown']]);
     stage.stop();
   });
 
   it('a server that cannot be read holds only the clusters mapped to it', async () => {
-    const { store, stage } = setup();
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public'), templated('b', 'lab')] });
-    stage.start();
-    store.setRayCluster(ray('a', [app('x')]));
-    store.setRayCluster(ray('b', [app('x')]));
-    store.setHyphaServer(hypha('public', [svc('ws', 'bridge', 'x')]));
-    store.setHyphaServer(hypha('lab', [svc('ws', 'bridge', 'x')]));
-    await flush();
+    const { store, stage } = await twoServers([svc('ws', 'bridge', 'x')], [svc('ws', 'bridge', 'x')]);
     // lab goes down, and public loses the registration: only a's verdict may move.
     store.setHyphaServer(hypha('lab', [], false));
     store.setHyphaServer(hypha('public', []));
