@@ -23,8 +23,8 @@ command -v go >/dev/null 2>&1 || export PATH="/usr/local/go/bin:$PATH"
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   step "apt-get install systemd (for systemd-analyze)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends systemd >/dev/null
+  $SUDO flock /tmp/hypha-serve-exporter-apt.lock apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO flock /tmp/hypha-serve-exporter-apt.lock apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends systemd >/dev/null
 fi
 
 [ "${1:-}" = --systemd-only ] && exit 0

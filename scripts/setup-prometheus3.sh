@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prometheus 3 and its promtool, built from the Go module proxy (Debian ships only 2.42 and users
 # run 3.x). Pinned, idempotent: it does nothing when the cached binaries already report the pinned
-# version. Cold (nothing in the Go caches) the build takes ~10-20 min on 2 cores; warm, a second.
+# version. Cold (nothing in the Go caches) the build takes a few minutes on 2 cores; warm, a second.
 #
 #   PROMETHEUS3_BIN_DIR  where the binaries go (default: ${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter/
 #                        prometheus-v0.316.0/bin — a cache dir CI machines keep between runs;
@@ -63,8 +63,10 @@ ldflags="-X github.com/prometheus/common/version.Version=$VERSION"
 ldflags+=" -X github.com/prometheus/common/version.Branch=module-$MODULE_VERSION"
 ldflags+=" -X github.com/prometheus/common/version.BuildUser=hypha-serve-exporter-setup"
 # Both commands in one `go install`: one module resolution and one shared compile of the
-# packages they have in common (most of them).
-GOFLAGS=-mod=mod GOBIN="$tmp_bin" "$GO" install -ldflags "$ldflags" \
+# packages they have in common (most of them). remove_all_sd (Prometheus >= 3.10) leaves out the
+# bundled service-discovery providers, whose cloud SDKs are most of a cold build; the tests and
+# every configuration shipped here use static and file targets only, which stay built in.
+GOFLAGS=-mod=mod GOBIN="$tmp_bin" "$GO" install -tags remove_all_sd -ldflags "$ldflags" \
   "$MODULE/cmd/prometheus@$MODULE_VERSION" "$MODULE/cmd/promtool@$MODULE_VERSION"
 mv -f "$tmp_bin/prometheus" "$tmp_bin/promtool" "$BIN_DIR/"
 if ! up_to_date; then

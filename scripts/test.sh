@@ -9,20 +9,61 @@ bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 [ "${SETUP_PROMETHEUS3:-1}" = 1 ] && export HSE_REQUIRE_PROMETHEUS3=1
 mkdir -p test-artifacts
 rc=0
+
 # --forceExit: a handle left open by a failed setup must not hold the run until CI's time limit
 # (processes the harness started are killed by its exit hook). The timeouts turn a hang into a
 # reported failure well inside CI's 90 minutes.
-timeout --kill-after=30s 15m npx jest --selectProjects unit --forceExit --json --outputFile=test-artifacts/jest-unit.json || rc=1
-timeout --kill-after=30s 45m npx jest --selectProjects integration --runInBand --forceExit --json --outputFile=test-artifacts/jest-integration.json || rc=1
+jest_run() { # name minutes jest-args...
+  local name=$1 minutes=$2
+  shift 2
+  timeout --kill-after=30s "${minutes}m" npx jest --forceExit --json --outputFile="test-artifacts/jest-$name.json" "$@"
+}
+
+jest_run unit 15 --selectProjects unit || rc=1
+
+# Integration files mostly wait (for rule `for:` windows, pages, restarts): one file at a time
+# keeps the 2 CI cores about a quarter busy. So two lanes run side by side, each one file at a
+# time, split by their measured durations. Two files run alone afterwards: the HA pair, whose
+# "exactly once" rests on Alertmanager gossip within its peer timeout, and the setup idempotence
+# check, which rebuilds dist/ that the other files start the exporter from.
+# INTEGRATION_LANES=1 runs everything one file at a time.
+alone=(ha-pair setup-idempotent)
+# Lane b keeps every install-* file (they apt-get and build images) and lane a none.
+lane_a=(e2e-incidents page-continuity hypha-registration status-page-browser dashboards-live prometheus-versions hypha-client services-witness)
+pattern() { local IFS='|'; echo "test/integration/($*)\\.test\\.ts$"; }
+if [ "${INTEGRATION_LANES:-2}" = 1 ]; then
+  jest_run integration 45 --selectProjects integration --runInBand || rc=1
+else
+  lane_log() { # name: the lane's console output, shown whole once it ends so the lanes do not interleave
+    echo "test-artifacts/jest-$1.log"
+  }
+  jest_run integration-a 40 --selectProjects integration --runInBand --testPathPattern "$(pattern "${lane_a[@]}")" >"$(lane_log integration-a)" 2>&1 &
+  pid_a=$!
+  jest_run integration-b 40 --selectProjects integration --runInBand --testPathIgnorePatterns "$(pattern "${lane_a[@]}" "${alone[@]}")" >"$(lane_log integration-b)" 2>&1 &
+  pid_b=$!
+  wait "$pid_a" || rc=1
+  wait "$pid_b" || rc=1
+  for lane in integration-a integration-b; do
+    echo "=== $lane ==="
+    cat "$(lane_log "$lane")"
+  done
+  jest_run integration-alone 20 --selectProjects integration --runInBand --testPathPattern "$(pattern "${alone[@]}")" || rc=1
+fi
+
 node -e '
 const fs = require("fs");
 let p = 0, f = 0, s = 0;
-for (const n of ["unit", "integration"]) {
+const lanes = process.env.INTEGRATION_LANES === "1" ? ["integration"] : ["integration-a", "integration-b", "integration-alone"];
+for (const n of ["unit", ...lanes]) {
   const file = `test-artifacts/jest-${n}.json`;
   if (!fs.existsSync(file)) { f += 1; console.log(`${n}: no results (runner crashed)`); continue; }
   const r = JSON.parse(fs.readFileSync(file, "utf8"));
   p += r.numPassedTests; f += r.numFailedTests + r.numRuntimeErrorTestSuites; s += r.numPendingTests + r.numTodoTests;
 }
+// Every integration file must have run in some lane (a renamed file must not drop out of the lists).
+const files = fs.readdirSync("test/integration").filter((x) => x.endsWith(".test.ts")).length;
+const ran = lanes.map((n) => `test-artifacts/jest-${n}.json`).filter((x) => fs.existsSync(x)).reduce((n, x) => n + JSON.parse(fs.readFileSync(x, "utf8")).numTotalTestSuites, 0);
+if (ran !== files) { f += 1; console.log(`integration: ${ran} of ${files} test files ran`); }
 console.log(`tests: ${p} passed, ${f} failed, ${s} skipped`);
 process.exit(f > 0 || p === 0 ? 1 : 0);
 ' || rc=1

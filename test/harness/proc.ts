@@ -40,7 +40,8 @@ export function artifactsDir(): string {
 
 export function startProc(name: string, cmd: string, args: string[], opts: SpawnOptions = {}): Proc {
   installExitHook();
-  const logFile = path.join(artifactsDir(), `${name}-${Date.now()}.log`);
+  // The pid keeps two test lanes that start a peer of the same name in one millisecond apart.
+  const logFile = path.join(artifactsDir(), `${name}-${Date.now()}-${process.pid}.log`);
   const log = fs.createWriteStream(logFile);
   const child = spawn(cmd, args, { ...opts, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.pid === undefined) throw new Error(`failed to start ${name}: ${cmd}`);
