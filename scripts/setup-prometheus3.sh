@@ -58,7 +58,7 @@ fi
 # that passes the check above.
 tmp_bin="$(mktemp -d "$BIN_DIR/../bin.tmp.XXXXXX")"
 trap 'rm -rf "$tmp_bin"' EXIT
-say "building Prometheus $VERSION and promtool ($MODULE@$MODULE_VERSION) with $("$GO" version | cut -d' ' -f3); cold: ~10-20 min on 2 cores"
+say "building Prometheus $VERSION and promtool ($MODULE@$MODULE_VERSION) with $("$GO" version | cut -d' ' -f3); cold: ~3-5 min on 2 cores"
 ldflags="-X github.com/prometheus/common/version.Version=$VERSION"
 ldflags+=" -X github.com/prometheus/common/version.Branch=module-$MODULE_VERSION"
 ldflags+=" -X github.com/prometheus/common/version.BuildUser=hypha-serve-exporter-setup"
