@@ -173,7 +173,7 @@ describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers pa
     // then the app is RUNNING without it until the proxy registers (1), then registered (0). A
     // Prometheus replica that evaluated inside that second resolves; the other one may not have and
     // re-sends its firing alert at its resend interval, which Alertmanager (newest update wins)
-    // announces again at this test's 2 s group_interval: resolved, firing, resolved. That is a new
+    // announces again at this test's 5 s group_interval: resolved, firing, resolved. That is a new
     // notification cycle, not a duplicate; production's 5 m group_interval absorbs it (docs/ha.md).
     // What must never happen is a second firing notice within one cycle.
     const resolvedNotices = resolved(NOTIFY, t1, { app: 'ha-buggy' }).length;
