@@ -1,5 +1,5 @@
 // One registration evaluation (match every expected app against the registry
-// view, classify the missing ones) as the Hypha source runs it on every
+// view, classify the missing ones) as the registration stage runs it on every
 // registry event and every Ray sample; no upstream involved.
 import { ExpectedService } from '../src/registration/expected';
 import { ProviderIndex, RegistrationTracker } from '../src/registration/tracker';

@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     evalRows.push(`| ${n} | ${f(r.p50)} / ${f(r.p99)} ms |`);
   }
   const evalText = [
-    'Command: `npm run bench`. One registration evaluation (index the registry view, match every expected app, classify the missing ones), as the Hypha source runs it on every registry event and every Ray sample; 10% of the apps missing. 50 runs.',
+    'Command: `npm run bench`. One registration evaluation (index the registry view, match every expected app, classify the missing ones), as the registration stage runs it on every registry event and every Ray sample; 10% of the apps missing. 50 runs.',
     '',
     '| apps | evaluation p50 / p99 |',
     '|---|---|',
