@@ -42,7 +42,6 @@ export class RegistrationStage {
   readonly #startedSeconds = Date.now() / 1000;
   #config: StageConfig | undefined;
   #apps: AppRegistration[] = [];
-  #workers: AttributedWorker[] = [];
   #read: { ray?: Snapshot['ray']; hypha?: Snapshot['hypha'] } = {};
   #queued = false;
   #unsubscribe: (() => void) | undefined;
@@ -114,8 +113,7 @@ export class RegistrationStage {
     }
     this.#logTransitions(apps);
     this.#apps = apps;
-    this.#workers = this.#attributeWorkers(config, s);
-    this.store.setRegistration({ apps, workers: this.#workers });
+    this.store.setRegistration({ apps, workers: this.#attributeWorkers(config, s) });
   }
 
   /** The cluster's apps now, or its last evaluation while Ray or its Hypha server cannot be read. */

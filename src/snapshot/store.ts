@@ -49,14 +49,17 @@ export class SnapshotStore {
 
   /** undefined: no registration is configured (the stage has nothing to judge). */
   setRegistration(r: RegistrationSample | undefined): void {
-    const next: Snapshot = { ...this.#snapshot, registration: r };
-    if (r === undefined) delete next.registration;
-    this.#replace(next);
+    this.#setOptional('registration', r);
   }
 
   setRestored(r: Restored | undefined): void {
-    const next: Snapshot = { ...this.#snapshot, restored: r };
-    if (r === undefined) delete next.restored;
+    this.#setOptional('restored', r);
+  }
+
+  /** An optional part: removed rather than kept as undefined, so a snapshot only has the parts that exist. */
+  #setOptional<K extends 'registration' | 'restored'>(part: K, value: Snapshot[K]): void {
+    const next: Snapshot = { ...this.#snapshot, [part]: value };
+    if (value === undefined) delete next[part];
     this.#replace(next);
   }
 

@@ -83,6 +83,29 @@ describe('RegistryView', () => {
   };
   const ev = (type: 'service_added' | 'service_removed', id: string): HyphaEvent => ({ type, service: svc(id), receivedAtMs: 0, generation: 1 });
 
+  it('hands out the same snapshot until the view changes, and a fresh one after each change', () => {
+    const v = new RegistryView();
+    v.beginList('ws');
+    v.finishList('ws', [svc('ws/c1:a')]);
+    const first = v.snapshot();
+    expect(v.snapshot()).toBe(first);
+    // An event that changes nothing (a workspace never listed) keeps it.
+    v.apply(ev('service_added', 'other/c:a'));
+    expect(v.snapshot()).toBe(first);
+    v.apply(ev('service_added', 'ws/c2:a'));
+    const second = v.snapshot();
+    expect(second).not.toBe(first);
+    expect(second.get('ws')?.map((x) => x.id)).toEqual(['ws/c1:a', 'ws/c2:a']);
+    expect(first.get('ws')?.map((x) => x.id)).toEqual(['ws/c1:a']);
+    v.retain([]);
+    expect(v.snapshot().size).toBe(0);
+    v.beginList('ws');
+    v.finishList('ws', []);
+    expect(v.snapshot().size).toBe(1);
+    v.invalidate();
+    expect(v.snapshot().size).toBe(0);
+  });
+
   it('applies events, drops a disconnected client\'s services, and replays events that raced a listing', () => {
     const v = new RegistryView();
     expect(v.known('ws')).toBe(false);

@@ -9,6 +9,8 @@ import type { HyphaEvent, ServiceInfo } from './types';
 export class RegistryView {
   readonly #byWorkspace = new Map<string, Map<string, ServiceInfo>>();
   readonly #inFlight = new Map<string, HyphaEvent[]>();
+  /** The last snapshot(), kept until the view changes: the source publishes far more often than the registry moves. */
+  #copy: ReadonlyMap<string, readonly ServiceInfo[]> | undefined;
 
   /** Workspaces listed since the last invalidate(). */
   known(workspace: string): boolean {
@@ -25,19 +27,26 @@ export class RegistryView {
 
   /** An immutable copy for the snapshot: services per listed workspace. */
   snapshot(): ReadonlyMap<string, readonly ServiceInfo[]> {
-    return new Map([...this.#byWorkspace].map(([ws, m]) => [ws, [...m.values()]]));
+    this.#copy ??= new Map([...this.#byWorkspace].map(([ws, m]) => [ws, [...m.values()]]));
+    return this.#copy;
   }
 
   /** Drops workspaces no longer listed (the mappings changed): their copy would only go stale. */
   retain(workspaces: readonly string[]): void {
     const keep = new Set(workspaces);
-    for (const ws of [...this.#byWorkspace.keys()]) if (!keep.has(ws)) this.#byWorkspace.delete(ws);
+    for (const ws of [...this.#byWorkspace.keys()]) {
+      if (!keep.has(ws)) {
+        this.#byWorkspace.delete(ws);
+        this.#copy = undefined;
+      }
+    }
   }
 
   /** Forget everything (a new connection: the old view may be stale). */
   invalidate(): void {
     this.#byWorkspace.clear();
     this.#inFlight.clear();
+    this.#copy = undefined;
   }
 
   beginList(workspace: string): void {
@@ -51,6 +60,7 @@ export class RegistryView {
     const m = new Map<string, ServiceInfo>();
     for (const s of services) if (s.workspace === workspace) m.set(s.id, s);
     this.#byWorkspace.set(workspace, m);
+    this.#copy = undefined;
     for (const e of pending) this.#patch(e);
   }
 
@@ -62,7 +72,9 @@ export class RegistryView {
   apply(e: HyphaEvent): boolean {
     const ws = workspaceOf(e);
     if (ws !== undefined) this.#inFlight.get(ws)?.push(e);
-    return this.#patch(e);
+    const changed = this.#patch(e);
+    if (changed) this.#copy = undefined;
+    return changed;
   }
 
   #patch(e: HyphaEvent): boolean {
