@@ -1,12 +1,15 @@
 # hypha-serve-exporter container image.
 # Build: bash scripts/build-image.sh (builds the debian:trixie-slim base from a Debian mirror, then this file
 # with `podman build --format docker`; docker build works the same where a registry is reachable).
-# Run:   podman run --init -p 9731:9731 -v ./config.yml:/etc/hypha-serve-exporter/config.yml:ro \
+# Run:   podman run --init -p 9731:9731 -v hse-state:/var/lib/hypha-serve-exporter \
+#          -v ./config.yml:/etc/hypha-serve-exporter/config.yml:ro \
 #          -v ./hypha-token:/run/secrets/hypha-token:ro hypha-serve-exporter
 # Secrets are files referenced from the config (bearer_token_file), never build args or env in the image.
 
 # ---- build: compile TypeScript, pack the npm package, install its runtime dependencies only ----
-FROM debian:trixie-slim AS build
+# On the build machine's platform: the output is JavaScript and the runtime dependencies have no native
+# code, so a linux/arm64 image (release workflow) needs no emulated npm or tsc, only its runtime stage.
+FROM --platform=$BUILDPLATFORM debian:trixie-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm ca-certificates \
  && rm -rf /var/lib/apt/lists/*
@@ -21,7 +24,7 @@ COPY tsconfig.json ./
 COPY deploy/tsconfig.build.json deploy/
 COPY src src
 RUN npx tsc -p deploy/tsconfig.build.json
-COPY README.md ./
+COPY README.md CHANGELOG.md LICENSE ./
 COPY rules rules
 COPY dashboards/json dashboards/json
 COPY docs/config.schema.json docs/
@@ -46,7 +49,8 @@ RUN apt-get update \
  && groupadd --gid 10001 exporter \
  && useradd --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin exporter \
  && mkdir -p /etc/hypha-serve-exporter /var/lib/hypha-serve-exporter \
- && chown 10001:10001 /var/lib/hypha-serve-exporter
+ && chown 10001:10001 /var/lib/hypha-serve-exporter \
+ && chmod 0700 /var/lib/hypha-serve-exporter
 COPY --from=build /opt/hypha-serve-exporter /opt/hypha-serve-exporter
 COPY deploy/container/config.yml /etc/hypha-serve-exporter/config.yml
 # Nothing runs a shell at run time (exec-form entrypoint and healthcheck); removing it leaves an attacker
@@ -59,7 +63,10 @@ ENV NODE_ENV=production \
     MALLOC_MMAP_THRESHOLD_=131072 \
     HYPHA_SERVE_EXPORTER_REVISION=${REVISION}
 USER 10001:10001
-# Witnesses of stale proxies and registration history survive a container restart here (--storage.path).
+# --storage.path (CMD): witnesses of stale proxies and registration history survive a restart or an upgrade
+# when this is a named volume (`-v hse-state:/var/lib/hypha-serve-exporter`). podman and docker give a
+# fresh named volume the owner and mode of this directory (10001, 0700), so the non-root user can write it.
+# Without -v, the engine creates an anonymous volume per container: it survives `stop`/`start`, not `rm`.
 VOLUME ["/var/lib/hypha-serve-exporter"]
 EXPOSE 9731
 # Exec form with node: works without a shell. HEALTHCHECK_URL overrides the probe (another port, TLS).

@@ -153,7 +153,7 @@ function sourcesRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Sampling errors by reason')
       .description(
-        'Failed samples per rate interval by upstream and reason (timeout, connect, http_status, too_large, bad_json, schema, auth, rpc, other). ' +
+        'Failed samples per rate interval by upstream and reason (timeout, connect, http_status, too_large, bad_json, schema, auth, auth_secret_changed, rpc, other). ' +
           'Empty while healthy: only reasons that occurred are drawn.',
       )
       .withTarget(rangeQuery('A', `sum by (source, target, reason) (increase(hypha_serve_source_errors_total{${X}}[$__rate_interval])) > 0`, '{{source}} {{target}}: {{reason}}'))

@@ -92,7 +92,8 @@ function summaryRow(d: DashboardBuilder): void {
       .title('Deployments scaled to zero')
       .description(
         'Deployments idle at zero replicas by design (autoscaling min_replicas 0, target 0, status healthy). ' +
-          'Their application stays RUNNING and must stay registered in Hypha: the head-node proxy wakes them on the next request.',
+          'Their application stays RUNNING and must stay registered in Hypha: a call wakes them (a plain Serve app also through ' +
+          'a ready HTTP proxy; a BioEngine app only through its Hypha service or a deployment handle, never over HTTP).',
       )
       .withTarget(statQuery('A', `sum(hypha_serve_deployment_scaled_to_zero{${APP}})`))
       .unit('short')
@@ -118,8 +119,9 @@ function summaryRow(d: DashboardBuilder): void {
     statPanel()
       .title('Serve proxies ready')
       .description(
-        'Serve HTTP proxies answering 200 on /-/healthz, of all proxies. At zero replicas worker-node proxies answer 503 by design; ' +
-          'only the head-node proxy must stay ready, since it takes the request that wakes a scaled-to-zero app.',
+        'Serve HTTP proxies answering 200 on /-/healthz, of all proxies. Only the head-node proxy is kept ready at zero replicas ' +
+          '(Ray PR #47002), so it can take the request that wakes a scaled-to-zero app; a worker-node proxy answers 503 until an ' +
+          'ingress deployment it routes to has had replicas (then it stays ready), and while it is drained.',
       )
       .withTarget(statQuery('A', `sum(hypha_serve_proxy_ready{${sel(['ray_cluster'])}})`, 'ready'))
       .withTarget(statQuery('B', `count(hypha_serve_proxy_ready{${sel(['ray_cluster'])}})`, 'proxies'))
@@ -419,8 +421,8 @@ function timelinesRow(d: DashboardBuilder): void {
     )
       .title('Serve proxy readiness per node')
       .description(
-        'Whether each node\'s Serve HTTP proxy answers 200 on /-/healthz. Worker-node proxies answer 503 while their ' +
-          'routers know no replicas (orange, expected at zero replicas); the head-node proxy must stay ready (red when not).',
+        'Whether each node\'s Serve HTTP proxy answers 200 on /-/healthz. A worker-node proxy answers 503 until an ingress ' +
+          'deployment it routes to has had replicas, and while drained (orange, expected); the head-node proxy must stay ready (red when not).',
       )
       .withTarget(
         rangeQuery(
@@ -523,6 +525,36 @@ function registrationRow(d: DashboardBuilder): void {
   );
 }
 
+/** Warnings before an incident: tickets, not pages. */
+function beforeIncidentRow(d: DashboardBuilder): void {
+  d.withRow(new RowBuilder('Before the incident'));
+  d.withPanel(
+    new TablePanel()
+      .title('Apps that will be deregistered at zero')
+      .description(
+        'BioEngine applications registered in Hypha now whose deployments autoscale with min_replicas 0: when such a ' +
+          "deployment idles to zero replicas, BioEngine's ProxyDeployment deregisters the service (0.13.0 to 0.16.1) and " +
+          'only a call through the missing service would bring it back (incident 1a). Fix: min_replicas >= 1 (the ' +
+          'Deployments table shows min and max). ' +
+          'HyphaServeAppWillDeregisterAtZero warns after 1 minute. No rows while every registered BioEngine app keeps ' +
+          'min_replicas >= 1; Serve apps whose registrant is unknown (no ProxyDeployment) never appear.',
+      )
+      .datasource(DS)
+      .withTarget(tableQuery('A', `max by (${REG_BY}, hypha) (ray_cluster_app:hypha_serve_app_deregisters_at_zero:bool{${APP}} == 1)`))
+      .withTransformation({
+        id: 'organize',
+        options: {
+          excludeByName: { Time: true, Value: true },
+          renameByName: { ray_cluster: 'Ray cluster', app: 'App', hypha: 'Hypha server' },
+        },
+      })
+      .unit('short')
+      .links(runbookLinks('HyphaServeAppWillDeregisterAtZero'))
+      .height(6)
+      .span(24),
+  );
+}
+
 export function build(): Dashboard {
   const d = new DashboardBuilder('Serve ⇄ Hypha overview')
     .uid(UID)
@@ -547,5 +579,6 @@ export function build(): Dashboard {
   timelinesRow(d);
   replicasRow(d);
   registrationRow(d);
+  beforeIncidentRow(d);
   return d.build();
 }

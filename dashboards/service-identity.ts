@@ -172,7 +172,10 @@ function identityRow(d: DashboardBuilder): void {
   d.withPanel(
     stateTimelinePanel(valueMap([[0, 'fresh', 'green'], [1, 'STALE', 'red']]))
       .title('Stale flag per holder')
-      .description('STALE while the holder\'s cached client id is not among the live providers; HyphaServiceCachedProxyStale pages after 2 minutes.')
+      .description(
+        'STALE while the holder\'s cached client id is not among the live providers; HyphaServiceCachedProxyStale pages after 15 s ' +
+          'when that id is a server id the Hypha server replaced (hypha_serve_service_cached_server_gone: it never returns), else after 2 minutes.',
+      )
       .withTarget(rangeQuery('A', `max by (service, holder) (service_holder:hypha_serve_service_cached_stale:max{${sel(['service', 'holder'])}})`, '{{holder}} ({{service}})'))
       .links(runbookLinks('HyphaServiceCachedProxyStale'))
       .height(6)
@@ -192,6 +195,38 @@ function identityRow(d: DashboardBuilder): void {
       .unit('short')
       .min(0)
       .links(runbookLinks('HyphaServiceClientIdChurn'))
+      .height(6)
+      .span(12),
+  );
+}
+
+/** Before the incident: a Hypha server that changes its id on restart strands every cached proxy (issue 19). */
+function serverIdRow(d: DashboardBuilder): void {
+  d.withRow(new RowBuilder('Hypha server identity'));
+  d.withPanel(
+    stateTimelinePanel(presence('green'))
+      .title('Hypha server id')
+      .description(
+        'The server id each configured Hypha server reports on the exporter\'s registry connection (hypha_serve_hypha_server_info). ' +
+          'Its built-in services, the artifact manager among them, are provided by client <server_id>: a new row after a restart ' +
+          'is a new client id for all of them.',
+      )
+      .withTarget(rangeQuery('A', `max by (target, server_id) (hypha_serve_hypha_server_info{${sel([])}})`, '{{target}}: {{server_id}}'))
+      .showValue(VisibilityMode.Never)
+      .links(runbookLinks('HyphaServeServerIdUnstable'))
+      .height(6)
+      .span(12),
+  );
+  d.withPanel(
+    stateTimelinePanel(valueMap([[0, 'same id', 'green'], [1, 'NEW ID', 'orange']]))
+      .title('Came back under another server id')
+      .description(
+        'NEW ID: the last time the exporter\'s connection was rebuilt the server reported another id (no fixed --server-id / ' +
+          'HYPHA_SERVER_ID): every restart strands proxies cached to its built-in services (incident 2). HyphaServeServerIdUnstable ' +
+          'opens a ticket after 1 minute. Empty until the exporter has seen a comeback.',
+      )
+      .withTarget(rangeQuery('A', `max by (target) (hypha_serve_hypha_server_id_changed{${sel([])}})`, '{{target}}'))
+      .links(runbookLinks('HyphaServeServerIdUnstable'))
       .height(6)
       .span(12),
   );
@@ -283,6 +318,7 @@ export function build(): Dashboard {
     );
   nowRow(d);
   identityRow(d);
+  serverIdRow(d);
   callsRow(d);
   return d.build();
 }

@@ -28,11 +28,13 @@ const duration = z.string().regex(PROM_DURATION, 'a Prometheus duration such as 
 export const ALERT_NAMES = [
   'HyphaServeAppRunningNotRegistered',
   'HyphaServeWorkerAppRunningNotRegistered',
+  'HyphaServeAppWillDeregisterAtZero',
   'HyphaServiceCachedProxyStale',
   'HyphaServiceCachedProbeFailing',
   'HyphaServiceProbeFailing',
   'HyphaServiceCallLatencyHigh',
   'HyphaServiceClientIdChurn',
+  'HyphaServeServerIdUnstable',
   'HyphaServeAppUnhealthy',
   'HyphaServeDeploymentReplicasMismatch',
   'HyphaServeNoProxyCanWakeApps',
@@ -50,6 +52,12 @@ const alertSettings = z.strictObject({
   keep_firing_for: duration.optional(),
 });
 
+/** Alerts whose wait depends on the cause (issue 19): `for:` confirms a cause the exporter proves final. */
+export const CAUSE_WAIT_ALERTS = ['HyphaServeAppRunningNotRegistered', 'HyphaServiceCachedProxyStale'] as const;
+export type CauseWaitAlert = (typeof CAUSE_WAIT_ALERTS)[number];
+
+const causeWait = z.strictObject({ proven: duration, uncertain: duration });
+
 const configSchema = z.strictObject({
   exporter_selector: z.string().min(1),
   runbook_url_template: z.string().refine((s) => s.includes('%s'), 'must contain %s (the lower-cased alert name)'),
@@ -64,6 +72,13 @@ const configSchema = z.strictObject({
     labels: z.record(z.string(), z.string()),
   }),
   alerts: z.strictObject(Object.fromEntries(ALERT_NAMES.map((n) => [n, alertSettings])) as Record<AlertName, typeof alertSettings>),
+  cause_waits: z.strictObject(Object.fromEntries(CAUSE_WAIT_ALERTS.map((n) => [n, causeWait])) as Record<CauseWaitAlert, typeof causeWait>),
+}).superRefine((c, ctx) => {
+  for (const n of CAUSE_WAIT_ALERTS) {
+    if ((parseDuration(c.cause_waits[n].uncertain) ?? 0) < (parseDuration(c.cause_waits[n].proven) ?? 0)) {
+      ctx.addIssue({ code: 'custom', path: ['cause_waits', n, 'uncertain'], message: `must be at least cause_waits.${n}.proven (${c.cause_waits[n].proven})` });
+    }
+  }
 });
 export type MixinConfig = z.infer<typeof configSchema>;
 
@@ -108,12 +123,17 @@ export function scaleDurations(c: MixinConfig, divisor: number, min = '5s'): Mix
   const scale = (d: string): string => {
     const ms = parseDuration(d.replace(/(\d+)w/, (_m, n: string) => `${Number(n) * 7}d`).replace(/(\d+)y/, (_m, n: string) => `${Number(n) * 365}d`));
     if (ms === undefined) throw new Error(`not a duration: ${d}`);
+    // No wait stays no wait (the per-cause alerts' for: and proven wait); the floor is for waits.
+    if (ms === 0) return d;
     return formatDuration(Math.max(floor, Math.round(ms / divisor / 1000) * 1000));
   };
   const alerts = Object.fromEntries(
     Object.entries(c.alerts).map(([name, a]) => [name, { ...a, for: scale(a.for), ...(a.keep_firing_for ? { keep_firing_for: scale(a.keep_firing_for) } : {}) }]),
   ) as MixinConfig['alerts'];
-  return { ...c, bridge: scale(c.bridge), probe_window: scale(c.probe_window), alerts };
+  const cause_waits = Object.fromEntries(
+    Object.entries(c.cause_waits).map(([name, w]) => [name, { proven: scale(w.proven), uncertain: scale(w.uncertain) }]),
+  ) as MixinConfig['cause_waits'];
+  return { ...c, bridge: scale(c.bridge), probe_window: scale(c.probe_window), alerts, cause_waits };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -193,6 +213,8 @@ export const REC = {
   notRegistered: 'ray_cluster_app:hypha_serve_app_not_registered:bool',
   runningNotRegistered: 'ray_cluster_app:hypha_serve_app_running_not_registered:bool',
   workerRunningNotRegistered: 'ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool',
+  workerAppRunningNotRegistered: 'ray_cluster_app:hypha_serve_worker_app_running_not_registered:bool',
+  deregistersAtZero: 'ray_cluster_app:hypha_serve_app_deregisters_at_zero:bool',
   cachedStale: 'service_holder:hypha_serve_service_cached_stale:max',
   clientIdChanges: 'service:hypha_serve_service_client_id_changes:increase1h',
   latency: 'service_via_quantile:hypha_serve_service_call_duration_seconds:histogram_quantile_rate10m',
@@ -231,6 +253,41 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
    */
   const held = (rec: string) => `(\n    max without (instance) (${rec})\n  or\n    max without (instance) (last_over_time(${rec}[${B}]))\n)`;
   const a = (name: AlertName) => c.alerts[name];
+  /**
+   * Per-cause wait (mixin `cause_waits`; docs/alerts.md "Per-cause wait"). The recorded fact must
+   * hold (bridged: unknown neither starts nor ends a page), and then one of:
+   * - the exporter proves the cause final (`proof`, an exporter series) for `proven` (0s: at the
+   *   first evaluation where the recorded fact and the proof agree);
+   * - the fact has held for `uncertain` (today's wait): 1 at every step of a subquery over the
+   *   bridged fact (a gap counts as its last known value) and already 1 at the window's start (the
+   *   last value known then), so a series that just appeared (an exporter that just started) has
+   *   not held that long, and Prometheus 2.42 (ranges closed on the left) and 3.x (open) agree;
+   * - the page already fires: it stays while the fact holds even when the cause stops being proven
+   *   (an app woken whose proxy is still not back; an exporter restart without its history).
+   * The waits are in the expression, not in `for:` (shipped 0s): a wait in `for:` would add to the
+   * uncertain one and round up to an evaluation on top of it.
+   */
+  const causeWaited = (name: CauseWaitAlert, rec: string, ids: string, proof: string): string => {
+    const w = c.cause_waits[name];
+    const flat = (x: string) => x.replace(/\n/g, ' ').replace(/\s+/g, ' ');
+    const heldFor = (series: string, d: string) => (parseDuration(d) ?? 0) > 0
+      ? [`min_over_time(${flat(held(series))}[${d}:]) == 1`, `  and on (${ids})`, `max without (instance) (last_over_time(${series}[${B}] offset ${d})) == 1`]
+      : [`${flat(held(series))} == 1`];
+    return [
+      `${held(rec)} == 1`,
+      `and on (${ids})`,
+      '  (',
+      ...heldFor(rec, w.uncertain).map((l) => `      ${l}`),
+      `    or on (${ids})`,
+      ...heldFor(proof, w.proven).map((l) => `      ${l}`),
+      `    or on (${ids})`,
+      `      ALERTS{alertname="${name}", alertstate="firing"}`,
+      '  )',
+      '',
+    ].join('\n');
+  };
+  /** What an uncertain cause waits in all: its cause wait, then the alert's for: (shipped 0s). */
+  const totalWait = (name: CauseWaitAlert) => formatDuration((parseDuration(c.cause_waits[name].uncertain) ?? 0) + (parseDuration(c.alerts[name].for) ?? 0));
   const human = (name: AlertName) => humanDuration(c.alerts[name].for);
   const runbook = (name: AlertName) => c.runbook_url_template.replace('%s', name.toLowerCase());
 
@@ -248,6 +305,13 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
     `{{ range $i, $s := ${stateQuery} }}{{ if $i }}; {{ end }}{{ $s.Labels.state }}: ` +
     CAUSE_TEXT.map(([state, text], i) => `{{ ${i === 0 ? 'if' : 'else if'} eq $s.Labels.state "${state}" }}${text}`).join('') +
     `{{ else }}a state this rules pack does not know{{ end }}{{ else }}unknown (no registration state in the last ${humanDuration(B)}){{ end }}`;
+  // What the page text says of the wait: none when the exporter proves the cause final.
+  const stuckOr = (certain: string, otherwise: string) =>
+    `{{ with printf "max without (instance) (last_over_time(hypha_serve_app_registration_stuck{${app}}[${B}])) == 1" ${appArgs} | query }}${certain}{{ else }}${otherwise}{{ end }}`;
+  // The workers whose report makes the fact 1 now; a restarted worker's old id is gone from it at once.
+  const workersNow =
+    `{{ range $i, $w := printf "max by (worker) (${REC.workerRunningNotRegistered}{${app}} == 1)" ${appArgs} | query | sortByLabel "worker" }}{{ if $i }}, {{ end }}{{ $w.Labels.worker }}` +
+    `{{ else }}none answers now: it left the Hypha registry or has not answered since; a restarted worker is asked at its next cross-check{{ end }}`;
   const missingFor = `{{ with printf "max without (instance) (time() - last_over_time(hypha_serve_app_unregistered_since_timestamp_seconds{${app}}[${B}]))" ${appArgs} | query }} (missing for {{ . | first | value | humanizeDuration }}){{ end }}`;
 
   const recording: Group<RecordingRule>[] = [
@@ -301,6 +365,46 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
                 * on (job, instance, ray_cluster) group_left () ${RAY_UP}
                 * on (job, instance, hypha) group_left () ${HYPHA_UP}
               )
+          `),
+        },
+        {
+          record: REC.workerAppRunningNotRegistered,
+          comment:
+            'The worker alert\'s fact, with the identity of the app (ray_cluster, app, hypha): a worker restart changes the ' +
+            'worker\'s client id, not the app. 1/0 from the workers that answer now; while none answers (a restarting worker, ' +
+            'a departed one: the exporter ends a departed worker\'s series at once, a known removal) it is 0 when the registry ' +
+            'side knows no service is missing (registered again, or not running), else absent: a restart is a gap, not an end.',
+          expr: block(`
+              max without (worker) (${REC.workerRunningNotRegistered})
+            or
+              (
+                  (${REC.notRegistered} == 0)
+                and on (job, instance, hypha, ray_cluster, app)
+                  max without (worker) (last_over_time(${REC.workerRunningNotRegistered}[${B}]))
+              )
+          `),
+        },
+        {
+          record: REC.deregistersAtZero,
+          comment:
+            'The warning before incident 1a: 1 = the app is registered, its registrant is BioEngine\'s ProxyDeployment ' +
+            '(hypha_serve_app_bioengine_proxy), and a deployment of it autoscales with min_replicas 0: when that deployment ' +
+            'idles to zero the proxy deregisters the service (bioengine proxy_deployment.py check_health, 0.13.0 to 0.16.1). ' +
+            '0 = min_replicas >= 1 everywhere, not registered, or not a BioEngine app (registrant unknown); absent while unknown.',
+          expr: block(`
+              (
+                  max without (deployment) (
+                      (hypha_serve_deployment_min_replicas == bool 0)
+                    * on (job, instance, ray_cluster, app, deployment)
+                      hypha_serve_deployment_autoscaling
+                  )
+                * on (job, instance, ray_cluster, app)
+                  hypha_serve_app_bioengine_proxy
+              )
+            * on (job, instance, ray_cluster, app) group_right ()
+              max without (state) (hypha_serve_app_registration_state{state="registered"})
+            * on (job, instance, ray_cluster) group_left () ${RAY_UP}
+            * on (job, instance, hypha) group_left () ${HYPHA_UP}
           `),
         },
       ],
@@ -409,8 +513,9 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
         {
           record: REC.noProxyCanWake,
           comment:
-            '1 = deployments idle at zero and no proxy ready to take the request that wakes them (worker-node proxies answer ' +
-            '503 at zero replicas by design, Ray PR #47002; only the head-node proxy stays ready), 0 otherwise.',
+            '1 = deployments idle at zero and no proxy ready to take the request that wakes them, 0 otherwise. Only the ' +
+            'head-node proxy is guaranteed ready at zero (Ray PR #47002, proxy_router.py); a worker-node proxy is ready once ' +
+            'an ingress deployment it routes to had replicas (a latch), and 503 while drained.',
           expr: block(`
               (sum without (app, deployment) (hypha_serve_deployment_scaled_to_zero) > bool 0)
             * on (job, instance, ray_cluster) group_left ()
@@ -458,6 +563,7 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
   };
 
   const svc = 'job=%q,service=%q';
+  const goneQuery = `printf "max without (instance) (last_over_time(hypha_serve_service_cached_server_gone{job=%q,service=%q,holder=%q}[${B}])) == 1" $labels.job $labels.service $labels.holder`;
   const svcArgs = '$labels.job $labels.service';
   const latencyThreshold = c.thresholds.call_latency_p90_seconds;
   const churnThreshold = c.thresholds.client_id_changes_per_hour;
@@ -469,32 +575,60 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
         alert('HyphaServeAppRunningNotRegistered', {
           comment:
             'Identity (ray_cluster, app, hypha): the expected service id changes while the condition holds (a worker restart), so ' +
-            'it is in the text only. for: longer than BioEngine\'s own recovery cycle (its proxy registers from ' +
-            'check_health every 10 s, after hypha-rpc\'s reconnect backoff of up to 60 s ±10 %).',
-          expr: `${held(REC.runningNotRegistered)} == 1\n`,
+            'it is in the text only. Per-cause wait: hypha_serve_app_registration_stuck (a state BioEngine\'s proxy never leaves ' +
+            `by itself) pages after cause_waits.proven (${c.cause_waits.HyphaServeAppRunningNotRegistered.proven}); any other cause waits ` +
+            `${c.cause_waits.HyphaServeAppRunningNotRegistered.uncertain} in total, longer than BioEngine\'s own recovery cycle (its proxy ` +
+            'registers from check_health every 10 s, after hypha-rpc\'s reconnect backoff of up to 60 s ±10 %).',
+          expr: causeWaited('HyphaServeAppRunningNotRegistered', REC.runningNotRegistered, 'job, ray_cluster, app, hypha', 'hypha_serve_app_registration_stuck'),
           annotations: {
             summary: 'Serve app is RUNNING but its Hypha service is not registered.',
             expected_service: expectedService,
             cause: causeStates,
             description: prose(`
               Ray Serve app {{ $labels.app }} on Ray cluster {{ $labels.ray_cluster }} is RUNNING, but its expected Hypha
-              service ${expectedService} has been absent from the registry of Hypha server {{ $labels.hypha }} for more than
-              ${human('HyphaServeAppRunningNotRegistered')}${missingFor}. Cause: ${causeSentences}.
+              service ${expectedService} has been absent from the registry of Hypha server {{ $labels.hypha }}${stuckOr(
+                ', and BioEngine will not register it by itself: a deployment it gates on is idle at zero and only a call through the missing service would wake it',
+                ` for more than ${humanDuration(totalWait('HyphaServeAppRunningNotRegistered'))}`,
+              )}${missingFor}. Cause: ${causeSentences}.
               Callers get "Service not found" while Ray and the worker look healthy.
             `),
           },
         }),
         alert('HyphaServeWorkerAppRunningNotRegistered', {
-          comment: 'The operator\'s view of incident 1: the BioEngine worker says RUNNING while the registry has nothing for the same (ray_cluster, app).',
-          expr: `${held(REC.workerRunningNotRegistered)} == 1\n`,
+          comment:
+            'The operator\'s view of incident 1: a BioEngine worker says RUNNING while the registry has nothing for the same ' +
+            '(ray_cluster, app). Identity (ray_cluster, app, hypha), as the app alert: the worker\'s client id changes at every ' +
+            'worker restart, so it is in the text (annotation worker), and a restart neither splits nor restarts the page.',
+          expr: `${held(REC.workerAppRunningNotRegistered)} == 1\n`,
           annotations: {
             summary: 'BioEngine worker reports an app RUNNING that has no Hypha service.',
+            worker: workersNow,
             description: prose(`
-              Worker {{ $labels.worker }} reports app {{ $labels.app }} of Ray cluster {{ $labels.ray_cluster }} as RUNNING
-              {{ with printf "max without (instance) (last_over_time(hypha_serve_worker_app_service_registered{job=%q,hypha=%q,worker=%q,ray_cluster=%q,app=%q}[${B}]))" $labels.job $labels.hypha $labels.worker $labels.ray_cluster $labels.app | query }}and its service as registered{{ else }}(it does not report registration; no released BioEngine does){{ end }},
+              A BioEngine worker (${workersNow}) reports app {{ $labels.app }} of Ray cluster {{ $labels.ray_cluster }} as RUNNING
+              {{ with printf "max without (instance, worker) (hypha_serve_worker_app_service_registered{${app}}) == 1" ${appArgs} | query }}and its service as registered{{ else }}(it does not report registration; no released BioEngine does){{ end }},
               but Hypha server {{ $labels.hypha }} has had no service ${expectedService} for it for more than
               ${human('HyphaServeWorkerAppRunningNotRegistered')}. Anyone trusting the worker's status sees a healthy app that
               callers cannot reach.
+            `),
+          },
+        }),
+        alert('HyphaServeAppWillDeregisterAtZero', {
+          comment:
+            'A warning before incident 1a, not a page: the app is registered now, its registrant is BioEngine\'s ' +
+            'ProxyDeployment, and a deployment of it may idle at zero, which deregisters the service until someone acts. ' +
+            'Silent for min_replicas >= 1 and for Serve apps whose registrant is unknown.',
+          expr: `${held(REC.deregistersAtZero)} == 1\n`,
+          annotations: {
+            summary: 'BioEngine app will lose its Hypha service when it idles to zero replicas.',
+            description: prose(`
+              Ray Serve app {{ $labels.app }} on Ray cluster {{ $labels.ray_cluster }} is registered on Hypha server
+              {{ $labels.hypha }} as ${expectedService} through BioEngine's ProxyDeployment, and its deployment(s)
+              {{ range $i, $d := printf "max without (instance) (hypha_serve_deployment_min_replicas{job=%q,ray_cluster=%q,app=%q} == 0)" $labels.job $labels.ray_cluster $labels.app | query | sortByLabel "deployment" }}{{ if $i }}, {{ end }}{{ $d.Labels.deployment }}{{ else }}(unknown){{ end }}
+              autoscale with min_replicas 0. When such a deployment idles to zero replicas (after its downscale delay), the
+              proxy deregisters the service (BioEngine 0.13.0 to 0.16.1, proxy_deployment.py check_health) and registers it
+              again only once a replica runs, which only a call through the missing service would start: callers then get
+              "Service not found" (HyphaServeAppRunningNotRegistered, cause missing_scaled_to_zero). Set min_replicas to at
+              least 1 for it; no BioEngine release registers an app at zero replicas.
             `),
           },
         }),
@@ -506,8 +640,10 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
         alert('HyphaServiceCachedProxyStale', {
           comment:
             'The exporter\'s canary is a witness: it stays stale until the old client id is live again, every configured ' +
-            'holder agrees with the providers, or canary.witness_max passes. The text says what the exporter cannot see.',
-          expr: `${held(REC.cachedStale)} == 1\n`,
+            'holder agrees with the providers, or canary.witness_max passes. The text says what the exporter cannot see. ' +
+            'Per-cause wait: hypha_serve_service_cached_server_gone (the stale id is a server id the server replaced) pages ' +
+            `after cause_waits.proven (${c.cause_waits.HyphaServiceCachedProxyStale.proven}); any other stale id waits ${c.cause_waits.HyphaServiceCachedProxyStale.uncertain}.`,
+          expr: causeWaited('HyphaServiceCachedProxyStale', REC.cachedStale, 'job, service, holder', 'hypha_serve_service_cached_server_gone'),
           annotations: {
             summary: 'A cached Hypha service proxy points at a client that is no longer a provider.',
             description: prose(`
@@ -516,7 +652,10 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
               {{ with printf "max without (instance) (hypha_serve_service_cached_info{job=%q,service=%q,holder=%q} unless on (job, instance, service, client_id) hypha_serve_service_provider_info)" $labels.job $labels.service $labels.holder | query }}{{ . | first | label "client_id" }}{{ else }}{{ with printf "max without (instance) (last_over_time(hypha_serve_service_cached_info{job=%q,service=%q,holder=%q}[${B}]))" $labels.job $labels.service $labels.holder | query }}{{ . | first | label "client_id" }}{{ else }}(unknown){{ end }}{{ end }}
               for {{ $labels.service }}, which has not been among its live providers
               ({{ range $i, $p := printf "max without (instance) (hypha_serve_service_provider_info{${svc}})" ${svcArgs} | query | sortByLabel "client_id" }}{{ if $i }}, {{ end }}{{ $p.Labels.client_id }}{{ else }}{{ range $i, $p := printf "max without (instance) (last_over_time(hypha_serve_service_provider_info{${svc}}[${B}]))" ${svcArgs} | query | sortByLabel "client_id" }}{{ if $i }}, {{ end }}{{ $p.Labels.client_id }}{{ else }}none{{ end }}{{ end }})
-              {{ with printf "min without (instance) (last_over_time(hypha_serve_service_cached_stale_since_timestamp_seconds{job=%q,service=%q,holder=%q}[${B}]))" $labels.job $labels.service $labels.holder | query }}since {{ . | first | value | humanizeTimestamp }}{{ else }}for ${human('HyphaServiceCachedProxyStale')}{{ end }}.
+              {{- with printf "min without (instance) (last_over_time(hypha_serve_service_cached_stale_since_timestamp_seconds{job=%q,service=%q,holder=%q}[${B}]))" $labels.job $labels.service $labels.holder | query }} since {{ . | first | value | humanizeTimestamp }}{{ else }}{{ with ${goneQuery} | query }}{{ else }} for ${humanDuration(totalWait('HyphaServiceCachedProxyStale'))}{{ end }}{{ end }}
+              {{- with ${goneQuery} | query }};
+              that id is a Hypha server id the server replaced when it came back under another id, so it never returns
+              (a server without a fixed --server-id){{ end }}.
               Calls through such a proxy hang until they time out while fresh resolutions work. What the exporter can know:
               {{ with printf "max without (instance) (hypha_serve_service_holders_configured{${svc}}) == 0" ${svcArgs} | query }}no
               holder is configured for this service, so its own canary is the only witness it has{{ else }}its own canary and
@@ -591,6 +730,31 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
             `),
           },
         }),
+        alert('HyphaServeServerIdUnstable', {
+          comment:
+            'A ticket before incident 2: the registry connection saw the Hypha server come back under another id. Its ' +
+            'built-in services are provided by client <server_id> (hypha/core/store.py), so every such restart strands ' +
+            'every proxy cached to them. Cleared when the server comes back under the same id.',
+          expr: block(`
+            (
+                max without (instance) (label_replace(hypha_serve_hypha_server_id_changed, "hypha", "$1", "target", "(.*)"))
+              or
+                max without (instance) (label_replace(last_over_time(hypha_serve_hypha_server_id_changed[${B}]), "hypha", "$1", "target", "(.*)"))
+            ) == 1
+          `),
+          annotations: {
+            summary: 'The Hypha server has no stable server id: each restart strands cached proxies to its built-in services.',
+            description: prose(`
+              Hypha server {{ $labels.hypha }} came back under another server id
+              {{- with printf "max without (instance) (hypha_serve_hypha_server_info{job=%q,target=%q})" $labels.job $labels.target | query }} ({{ . | first | label "server_id" }} now){{ end }}.
+              Its built-in services, the artifact manager among them, are provided by client <server_id>, so every restart
+              like this one strands every proxy that long-lived clients (BioEngine workers) cached to them: their calls hang
+              until they re-resolve (incident 2). Start the server with a fixed --server-id (or HYPHA_SERVER_ID); with several
+              instances on one Redis each needs its own, and a second instance with a live id refuses to start, so a rolling
+              update must stop the old pod first.
+            `),
+          },
+        }),
         alert('HyphaServiceClientIdChurn', {
           comment: `A Hypha restart without a fixed server id counts one or two provider-set changes; ${churnThreshold} in an hour is a service that keeps re-registering.`,
           expr: `max without (instance) (${REC.clientIdChanges}) >= ${churnThreshold}\n`,
@@ -643,9 +807,11 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
               {{ with printf "max without (instance) (${REC.scaledToZero}{job=%q,ray_cluster=%q})" $labels.job $labels.ray_cluster | query }}{{ . | first | value }}{{ else }}Some{{ end }}
               deployment(s) on Ray cluster {{ $labels.ray_cluster }} are idle at zero replicas, and for
               ${human('HyphaServeNoProxyCanWakeApps')} no Serve proxy has answered /-/healthz
-              {{- with printf "max without (instance) (hypha_serve_proxy_head{job=%q,ray_cluster=%q}) == 1" $labels.job $labels.ray_cluster | query }}{{ else }} (and Ray lists no head-node proxy){{ end }}:
-              worker-node proxies are unready at zero replicas by design, and the head-node proxy, the only one that can take
-              the request that wakes them, is not ready either. HTTP requests to those apps fail until a proxy recovers.
+              {{- with printf "max without (instance) (hypha_serve_proxy_head{job=%q,ray_cluster=%q}) == 1" $labels.job $labels.ray_cluster | query }}{{ else }} (and Ray lists no head-node proxy){{ end }}.
+              The head-node proxy is the only one Ray keeps ready at zero replicas (Ray PR #47002); a worker-node proxy is
+              ready only once an ingress deployment it routes to has had replicas, and not while it is drained. HTTP
+              requests to apps whose ingress deployment is at zero fail and cannot wake them until a proxy is ready.
+              BioEngine apps are not affected: HTTP never wakes them (their ProxyDeployment has no __call__).
             `),
           },
         }),
@@ -689,7 +855,11 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
               minutes:
               {{ range $i, $s := printf "max by (reason) (increase(hypha_serve_source_errors_total{job=%q,source=%q,target=%q}[10m])) > 0" $labels.job $labels.source $labels.target | query | sortByLabel "reason" }}{{ if $i }}, {{ end }}{{ $s.Labels.reason }} {{ printf "%.0f" $s.Value }}{{ else }}none recorded{{ end }}).
               Alerts derived from this source cannot fire until it is back; their last known state was held for
-              ${humanDuration(B)}.
+              ${humanDuration(B)}.{{ with printf "increase(hypha_serve_source_errors_total{job=%q,source=%q,target=%q,reason=%q}[10m]) > 0" $labels.job $labels.source $labels.target "auth_secret_changed" | query }}
+              Hypha refused a token it had accepted before (auth_secret_changed): the server likely restarted with a new
+              JWT secret (HYPHA_JWT_SECRET unset), so every token it issued is invalid, the BioEngine proxies' tokens too.
+              Give the exporter a new token, redeploy the apps through the BioEngine worker and set HYPHA_JWT_SECRET on
+              the server.{{ end }}
             `),
           },
         }),

@@ -63,4 +63,8 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 step "build"
 npx tsc -p tsconfig.json
+# helm, kustomize, kube-apiserver + kubectl (Go builds, cold ~10 min on 2 cores), etcd, kubernetes-validate, the
+# Prometheus Operator CRDs for the install-kubernetes*.test.ts files: built here, not inside a test's time limit.
+# SETUP_DEPLOY_TOOLS=0 skips them (those tests then build them on first use).
+[ "${SETUP_DEPLOY_TOOLS:-1}" = 1 ] && bash scripts/install-deploy-tools.sh
 step "ready"

@@ -11,6 +11,7 @@ import type { Source } from './sources/poller';
 import { registrationStageConfig } from './sources/hypha/planner';
 import { DesiredSource, planRaySources, SourcePlanner } from './sources/registry';
 import { errorMessage } from './util/errors';
+import { isKnown, sourceHealths } from './snapshot/types';
 
 export interface ExporterOptions {
   configFile: string;
@@ -21,6 +22,8 @@ export interface ExporterOptions {
   sections?: ((r: Registry) => MetricsSection)[];
   /** --storage.path: where witnesses and registration history survive a restart (undefined: memory only). */
   storagePath?: string;
+  /** Continue from storagePath but never write it (`check` beside a running exporter that owns it). */
+  storageReadOnly?: boolean;
 }
 
 export interface ReloadResult {
@@ -45,6 +48,7 @@ export class Exporter {
   #firstCycle: Promise<unknown> = Promise.resolve();
   #stateWriter: PersistedStateWriter | undefined;
   #ready = false;
+  #readyLatched = false;
 
   constructor(private readonly opts: ExporterOptions) {
     this.metrics = new MetricsRenderer(this.store, opts.sections ?? []);
@@ -56,8 +60,13 @@ export class Exporter {
     return this.#config;
   }
 
+  /**
+   * Ready once every source of the first configuration has ended its first attempt (up or down,
+   * but known). Latched: a reload that adds a source does not take the exporter out of service.
+   */
   get ready(): boolean {
-    return this.#ready;
+    if (!this.#readyLatched && this.#ready && sourceHealths(this.store.get()).every(isKnown)) this.#readyLatched = true;
+    return this.#readyLatched;
   }
 
   /** First load: a bad config throws ConfigError (the CLI exits 2). */
@@ -70,8 +79,10 @@ export class Exporter {
         this.store.setRestored(restored);
         this.registration.restore(restored.registration);
       }
-      this.#stateWriter = new PersistedStateWriter(this.opts.storagePath, this.store, this.opts.log);
-      this.#stateWriter.start();
+      if (!this.opts.storageReadOnly) {
+        this.#stateWriter = new PersistedStateWriter(this.opts.storagePath, this.store, this.opts.log);
+        this.#stateWriter.start();
+      }
     }
     this.#apply(cfg);
     this.registration.start();

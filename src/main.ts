@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import http, { Server } from 'node:http';
 import https from 'node:https';
-import { FlagError, parseFlags, parseListenAddress, usage } from './cli/flags';
+import { checkConfigFile, runCheck } from './cli/check';
+import { checkUsage, FlagError, parseCheckFlags, parseFlags, parseListenAddress, usage } from './cli/flags';
 import { ConfigError } from './config/load';
 import { Exporter } from './exporter';
 import { createLogger } from './log';
@@ -15,10 +16,30 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-async function main(): Promise<void> {
+/** `hypha-serve-exporter check ...`: one sample of every source, a report, an exit code (src/cli/check.ts). */
+async function check(argv: readonly string[]): Promise<never> {
   let flags;
   try {
-    flags = parseFlags(process.argv.slice(2));
+    flags = parseCheckFlags(argv);
+  } catch (e) {
+    if (e instanceof FlagError) fail(`${e.message} (see check --help)`);
+    throw e;
+  }
+  if (flags.help) {
+    process.stdout.write(checkUsage());
+    process.exit(0);
+  }
+  const code = await runCheck(flags, (t) => process.stdout.write(t), (t) => process.stderr.write(t));
+  // Exit at once: an upstream client still closing must not hold the answer back.
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  if (args[0] === 'check') return check(args.slice(1));
+  let flags;
+  try {
+    flags = parseFlags(args);
   } catch (e) {
     if (e instanceof FlagError) fail(`${e.message} (see --help)`);
     throw e;
@@ -29,6 +50,12 @@ async function main(): Promise<void> {
   }
   if (flags.version) {
     process.stdout.write(`hypha-serve-exporter ${VERSION} (revision ${REVISION}, node ${process.version})\n`);
+    return;
+  }
+  if (flags.configCheck) {
+    const r = checkConfigFile(flags.configFile);
+    if (!r.ok) fail(r.error);
+    process.stdout.write(`${r.summary}\n`);
     return;
   }
   let web: WebConfig = {};

@@ -18,11 +18,13 @@ export const DASHBOARD_TAG = 'hypha-serve';
 export type AlertName =
   | 'HyphaServeAppRunningNotRegistered'
   | 'HyphaServeWorkerAppRunningNotRegistered'
+  | 'HyphaServeAppWillDeregisterAtZero'
   | 'HyphaServiceCachedProxyStale'
   | 'HyphaServiceCachedProbeFailing'
   | 'HyphaServiceProbeFailing'
   | 'HyphaServiceCallLatencyHigh'
   | 'HyphaServiceClientIdChurn'
+  | 'HyphaServeServerIdUnstable'
   | 'HyphaServeAppUnhealthy'
   | 'HyphaServeDeploymentReplicasMismatch'
   | 'HyphaServeNoProxyCanWakeApps'

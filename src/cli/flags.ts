@@ -1,4 +1,5 @@
 import { LOG_LEVELS, LogLevel } from '../log';
+import { parseDuration } from '../util/duration';
 
 export const DEFAULT_LISTEN_ADDRESS = ':9731';
 
@@ -14,6 +15,8 @@ export interface Flags {
   metricDenylist?: RegExp[];
   help: boolean;
   version: boolean;
+  /** --config.check: validate the configuration and exit (0 valid, 2 not), as blackbox_exporter does. */
+  configCheck: boolean;
 }
 
 export class FlagError extends Error {}
@@ -33,30 +36,46 @@ export const FLAG_SPECS: FlagSpec[] = [
   { name: 'log.level', help: `Only log messages with the given severity or above: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
   { name: 'metric-allowlist', help: 'Comma-separated regexes (anchored) of metric family names to expose; all others are dropped.' },
   { name: 'metric-denylist', help: 'Comma-separated regexes (anchored) of metric family names to drop; wins over the allowlist.' },
+  { name: 'config.check', help: 'Validate the configuration file and exit: 0 if it is valid, 2 (with the file, line and field) if not. Contacts no upstream.', boolean: true },
   { name: 'help', help: 'Show this help and exit.', boolean: true },
   { name: 'version', help: 'Show the version and exit.', boolean: true },
 ];
 
-export function usage(): string {
-  const lines = ['usage: hypha-serve-exporter [<flags>]', '', 'Prometheus exporter for Ray Serve applications and their Hypha service registrations.', '', 'Flags:'];
-  for (const f of FLAG_SPECS) {
+function flagLines(specs: readonly FlagSpec[]): string[] {
+  return specs.map((f) => {
     const left = f.boolean ? `  --${f.name}` : `  --${f.name}=${f.name.split('.').pop()?.toUpperCase()}`;
-    lines.push(`${left.padEnd(40)} ${f.help}${f.default !== undefined ? ` (default: ${f.default})` : ''}`);
-  }
+    return `${left.padEnd(40)} ${f.help}${f.default !== undefined ? ` (default: ${f.default})` : ''}`;
+  });
+}
+
+export function usage(): string {
+  const lines = [
+    'usage: hypha-serve-exporter [<flags>]',
+    '       hypha-serve-exporter check [<flags>]',
+    '',
+    'Prometheus exporter for Ray Serve applications and their Hypha service registrations.',
+    '',
+    'Commands:',
+    `  ${'(none)'.padEnd(38)} Run the exporter.`,
+    `  ${'check'.padEnd(38)} Sample every configured source once and say what is wrong now (see check --help).`,
+    '',
+    'Flags:',
+    ...flagLines(FLAG_SPECS),
+  ];
   return lines.join('\n') + '\n';
 }
 
-/** Parses Prometheus-style flags (--name=value or --name value, single or double dash). */
-export function parseFlags(argv: readonly string[]): Flags {
+/** --name=value / --name value pairs and set booleans, against one command's specs (defaults applied). */
+function readFlags(argv: readonly string[], specs: readonly FlagSpec[]): { values: Map<string, string>; bools: Set<string> } {
   const values = new Map<string, string>();
-  for (const f of FLAG_SPECS) if (f.default !== undefined) values.set(f.name, f.default);
+  for (const f of specs) if (f.default !== undefined) values.set(f.name, f.default);
   const bools = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const m = /^--?([a-z][a-z0-9.-]*)(?:=(.*))?$/s.exec(arg);
     if (!m) throw new FlagError(`unexpected argument "${arg}"`);
     const [, name, inline] = m;
-    const spec = FLAG_SPECS.find((f) => f.name === name);
+    const spec = specs.find((f) => f.name === name);
     if (!spec) throw new FlagError(`unknown flag --${name}`);
     if (spec.boolean) {
       if (inline !== undefined && inline !== 'true' && inline !== 'false') throw new FlagError(`--${name} takes no value`);
@@ -70,10 +89,21 @@ export function parseFlags(argv: readonly string[]): Flags {
     }
     values.set(name, value);
   }
+  return { values, bools };
+}
+
+function logLevelOf(values: Map<string, string>): LogLevel {
   const logLevel = values.get('log.level') ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new FlagError(`--log.level: "${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
   }
+  return logLevel as LogLevel;
+}
+
+/** Parses Prometheus-style flags (--name=value or --name value, single or double dash). */
+export function parseFlags(argv: readonly string[]): Flags {
+  const { values, bools } = readFlags(argv, FLAG_SPECS);
+  const logLevel = logLevelOf(values);
   const listenAddress = values.get('web.listen-address') ?? DEFAULT_LISTEN_ADDRESS;
   parseListenAddress(listenAddress);
   return {
@@ -81,11 +111,76 @@ export function parseFlags(argv: readonly string[]): Flags {
     listenAddress,
     webConfigFile: values.get('web.config.file'),
     storagePath: values.get('storage.path') || undefined,
-    logLevel: logLevel as LogLevel,
+    logLevel,
     metricAllowlist: familyPatterns('metric-allowlist', values.get('metric-allowlist')),
     metricDenylist: familyPatterns('metric-denylist', values.get('metric-denylist')),
     help: bools.has('help'),
     version: bools.has('version'),
+    configCheck: bools.has('config.check'),
+  };
+}
+
+// ---------------------------------------------------------------- check subcommand
+
+export const CHECK_OUTPUTS = ['text', 'json'] as const;
+export type CheckOutput = (typeof CHECK_OUTPUTS)[number];
+export const DEFAULT_CHECK_TIMEOUT = '30s';
+
+export interface CheckFlags {
+  configFile: string;
+  /** Read (never written): continues the running exporter's witnesses and registration history. */
+  storagePath?: string;
+  app?: string;
+  output: CheckOutput;
+  timeoutMs: number;
+  logLevel: LogLevel;
+  help: boolean;
+}
+
+export const CHECK_FLAG_SPECS: FlagSpec[] = [
+  { name: 'config.file', help: 'Path to the YAML configuration file (the exporter\'s).', default: 'hypha-serve-exporter.yml' },
+  { name: 'app', help: 'Only this Serve app (on every Ray cluster that has it): its Ray status, registration, cause, and the alert conditions about it or its cluster. Watched services are left out.' },
+  { name: 'output', help: `Output format: ${CHECK_OUTPUTS.join(' or ')} (json: docs/check.md).`, default: 'text' },
+  { name: 'timeout', help: 'Longest wait for every source\'s first sample and every judgement (e.g. a registration still settling); what is unknown then is printed, and the exit code is 2.', default: DEFAULT_CHECK_TIMEOUT },
+  { name: 'storage.path', help: 'The running exporter\'s --storage.path, read only: continues its stale-proxy witnesses (a fresh process has none) and registration history (causes). Never written.' },
+  { name: 'log.level', help: `Log to stderr at this severity or above: ${LOG_LEVELS.join(', ')}.`, default: 'error' },
+  { name: 'help', help: 'Show this help and exit.', boolean: true },
+];
+
+export function checkUsage(): string {
+  return [
+    'usage: hypha-serve-exporter check [<flags>]',
+    '',
+    'Samples every configured source once, with the exporter\'s own code, and prints per Serve app its Ray',
+    'status, the expected Hypha service, whether it is registered and why not; per watched service its',
+    'providers, the resolved client id and any stale cached one; and the critical alert conditions that hold now.',
+    '',
+    'Exit status: 0 no alert condition holds; 1 at least one holds; 2 a configuration or connection error',
+    '(a source that cannot be read, an unknown --app, or a judgement still pending at --timeout).',
+    '',
+    'Flags:',
+    ...flagLines(CHECK_FLAG_SPECS),
+  ].join('\n') + '\n';
+}
+
+/** Flags of `hypha-serve-exporter check` (argv after the word "check"). */
+export function parseCheckFlags(argv: readonly string[]): CheckFlags {
+  const { values, bools } = readFlags(argv, CHECK_FLAG_SPECS);
+  const output = values.get('output') ?? 'text';
+  if (!(CHECK_OUTPUTS as readonly string[]).includes(output)) throw new FlagError(`--output: "${output}" is not one of ${CHECK_OUTPUTS.join(', ')}`);
+  const timeout = values.get('timeout') ?? DEFAULT_CHECK_TIMEOUT;
+  const timeoutMs = parseDuration(timeout);
+  if (timeoutMs === undefined || timeoutMs <= 0) throw new FlagError(`--timeout: "${timeout}" is not a positive duration such as 30s or 2m`);
+  const app = values.get('app');
+  if (app === '') throw new FlagError('--app needs an app name');
+  return {
+    configFile: values.get('config.file') ?? 'hypha-serve-exporter.yml',
+    storagePath: values.get('storage.path') || undefined,
+    app,
+    output: output as CheckOutput,
+    timeoutMs,
+    logLevel: logLevelOf(values),
+    help: bools.has('help'),
   };
 }
 

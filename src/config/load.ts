@@ -6,6 +6,7 @@ import { resolveWatchedServices, WatchedServiceConfig } from './services-schema'
 import { checkHyphaRegistration, HyphaRegistrationConfig, resolveHyphaRegistration } from './hypha-schema';
 import { parseDuration } from '../util/duration';
 import { Secret } from '../util/secret';
+import { FileSecret } from './credential-file';
 
 export interface RayClusterConfig {
   name: string;
@@ -147,7 +148,10 @@ function ms(d: string): number {
   return v;
 }
 
-/** Reads a credential named by *_file or *_env; a missing file or variable is a config error. */
+/**
+ * Reads a credential named by *_file or *_env; a missing file or variable is a config error. A file
+ * is read again whenever it changes (a rotated token needs no reload); a variable is read once.
+ */
 export function readCredential(
   file: string,
   doc: Document,
@@ -161,14 +165,12 @@ export function readCredential(
     throw new ConfigError(file, formatPath([...path, 'bearer_token_env']), 'set either bearer_token_file or bearer_token_env, not both', pos?.line, pos?.col);
   }
   if (ref.bearer_token_file !== undefined) {
+    // Read now, so that an unreadable file fails the (re)load; read again whenever it changes (FileSecret).
     try {
-      const v = fs.readFileSync(ref.bearer_token_file, 'utf8').trim();
-      if (v === '') throw new Error('file is empty');
-      return new Secret(v);
+      return FileSecret.open(ref.bearer_token_file);
     } catch (e) {
       const pos = locate(doc, lc, [...path, 'bearer_token_file']);
-      const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-      throw new ConfigError(file, formatPath([...path, 'bearer_token_file']), `cannot read token file ${ref.bearer_token_file}: ${why}`, pos?.line, pos?.col);
+      throw new ConfigError(file, formatPath([...path, 'bearer_token_file']), `cannot read token file ${ref.bearer_token_file}: ${(e as Error).message}`, pos?.line, pos?.col);
     }
   }
   if (ref.bearer_token_env !== undefined) {

@@ -24,7 +24,8 @@ function referenceSnapshot(): Snapshot {
     name, status: 'HEALTHY', messagePresent: false, replicas: auto ? { ...replicas, RUNNING: 0 } : replicas, targetReplicas: auto ? 0 : 1,
     minReplicas: auto ? 0 : 1, maxReplicas: auto ? 4 : 1, autoscaling: auto, scaledToZero: auto,
   });
-  const health = { ...newSourceHealth('ray', 'c', 15), up: true, lastSuccessSeconds: 1, lastDurationSeconds: 0.1 };
+  const credential = { file: '/run/secrets/token', lastReadSeconds: 1, readErrorsTotal: 0, changesTotal: 0 };
+  const health = { ...newSourceHealth('ray', 'c', 15), up: true, lastSuccessSeconds: 1, lastDurationSeconds: 0.1, credential };
   const ray: RayClusterSample = {
     cluster: 'c', health, appsDroppedTotal: 0, malformedTotal: 0,
     state: {
@@ -34,7 +35,7 @@ function referenceSnapshot(): Snapshot {
     },
   };
   const hypha: HyphaServerSample = {
-    target: 'h', health: { ...newSourceHealth('hypha', 'h', 30), up: true, lastSuccessSeconds: 1 }, reconnectsTotal: 0, generation: 1,
+    target: 'h', health: { ...newSourceHealth('hypha', 'h', 30), up: true, lastSuccessSeconds: 1, credential }, reconnectsTotal: 0, generation: 1,
     listedSeconds: 1, connectionsListed: 1, registry: new Map(), workers: [], eventsTotal: {}, malformedTotal: 0,
   };
   const registration: RegistrationSample = {

@@ -3,8 +3,9 @@ import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, WorkerSample } from '../snapshot/registration';
 import {
   APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS,
-  RayClusterSample, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths,
+  RayClusterSample, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths, isKnown,
 } from '../snapshot/types';
+import { isBioEngineApp } from '../registration/expected';
 import { REVISION, VERSION } from '../version';
 import type { MetricType } from './text';
 
@@ -147,8 +148,20 @@ export const FAMILIES: readonly AnyFamily[] = [
   }),
   fam({
     name: 'hypha_serve_source_errors_total', type: 'counter', help: 'Failed samples of the upstream by reason.', labels: [...SRC, 'reason'],
-    stability: 'stable', doc: "failed samples by reason: timeout, connect, http_status, too_large, bad_json, schema, auth, rpc, other (`schema` also counts answers with skipped malformed entries)", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    stability: 'stable', doc: "failed samples by reason: timeout, connect, http_status, too_large, bad_json, schema, auth, auth_secret_changed, rpc, other (`schema` also counts answers with skipped malformed entries; `auth_secret_changed`: Hypha refused, with a signature error, a token it had accepted before — it restarted with a new JWT secret)", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
       for (const reason of SAMPLE_ERROR_REASONS) emit([h.source, h.target, reason], h.errors[reason]);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_credential_last_read_timestamp_seconds', type: 'gauge', help: 'When the token file of the upstream was last read successfully (Unix seconds); it is read again whenever it changes.', labels: [...SRC, 'file'],
+    stability: 'experimental', doc: "last successful read of the `bearer_token_file` the upstream's source uses (re-read whenever the file changes and after a refusal; never the token); only for sources with a token file", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+      if (h.credential) emit([h.source, h.target, h.credential.file], h.credential.lastReadSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_credential_read_errors_total', type: 'counter', help: 'Spells in which the token file of the upstream could not be read (missing, unreadable or empty); the last token read is kept.', labels: [...SRC, 'file'],
+    stability: 'experimental', doc: "spells in which the `bearer_token_file` was missing, unreadable or empty (the last token read stays in use); only for sources with a token file", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+      if (h.credential) emit([h.source, h.target, h.credential.file], h.credential.readErrorsTotal);
     },
   }),
 
@@ -171,6 +184,11 @@ export const FAMILIES: readonly AnyFamily[] = [
   fam({
     name: 'hypha_serve_app_message_present', type: 'gauge', help: '1 when Ray Serve reports a non-empty status message for the application.', labels: APP,
     stability: 'stable', doc: "1 if Ray reports a status message (the text is on the status page, not in a label)", group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name], x.app.messagePresent ? 1 : 0),
+  }),
+  fam({
+    name: 'hypha_serve_app_bioengine_proxy', type: 'gauge',
+    help: '1 when the application\'s ingress is BioEngine\'s ProxyDeployment, which registers its Hypha service and deregisters it when a sibling deployment has no RUNNING replica; 0 for other Serve apps (registrant unknown).', labels: APP,
+    stability: 'stable', doc: "1 if the app's ingress is BioEngine's `ProxyDeployment` (its Hypha registrant; since BioEngine 0.13.0 it deregisters the service while a sibling deployment has no RUNNING replica), 0 for other Serve apps (registrant unknown)", group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name], isBioEngineApp(x.app) ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_deployment_status', type: 'gauge', help: 'Ray Serve deployment status (state set).', labels: [...DEP, 'status'],
@@ -218,7 +236,7 @@ export const FAMILIES: readonly AnyFamily[] = [
   }),
   fam({
     name: 'hypha_serve_proxy_head', type: 'gauge', help: '1 for the proxy on the controller (head) node, the one that can wake scaled-to-zero apps.', labels: PROXY,
-    stability: 'stable', doc: "1 for the proxy on the controller's (head) node: the only one that stays ready at zero replicas and can wake a scaled-to-zero app (Ray PR #47002)", group: 'ray', scope: 'proxy', sample: (x, emit) => emit(proxyLabels(x), x.p.head ? 1 : 0),
+    stability: 'stable', doc: "1 for the proxy on the controller's (head) node: the only one Ray keeps ready at zero replicas, to take the request that wakes a scaled-to-zero app (Ray PR #47002)", group: 'ray', scope: 'proxy', sample: (x, emit) => emit(proxyLabels(x), x.p.head ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_proxy_status', type: 'gauge', help: 'Controller view of the Serve proxy actor (state set).', labels: [...PROXY, 'status'],
@@ -242,6 +260,19 @@ export const FAMILIES: readonly AnyFamily[] = [
     name: 'hypha_serve_hypha_connection_generation', type: 'gauge', help: 'Number of the current Hypha connection (1 = the first); moves on every rebuild.', labels: ['target'],
     stability: 'stable', doc: "number of the current Hypha connection", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
       if (h.generation > 0) emit([h.target], h.generation);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_hypha_server_info', type: 'gauge', help: 'The id of the Hypha server the registry connection is connected to; always 1.', labels: ['target', 'server_id'],
+    stability: 'stable', doc: "1; `server_id` is the id the Hypha server reports on the current connection (its built-in services, the artifact manager among them, are provided by client `server_id`); absent while not connected", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
+      if (h.health.up && h.serverId !== undefined) emit([h.target, h.serverId], 1);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_hypha_server_id_changed', type: 'gauge',
+    help: '1 when the Hypha server came back (a rebuilt connection) under another server id than before, 0 when it came back under the same id; absent until the exporter has seen a comeback.',
+    labels: ['target'], stability: 'stable', doc: "1 if the last time the registry connection was rebuilt the server reported another id than before (a server without a fixed `--server-id`/`HYPHA_SERVER_ID`: every restart strands cached proxies to its built-in services, incident 2), 0 if it came back under the same id; absent until a comeback was seen (memory only: unknown again after an exporter restart) and while the source is down", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
+      if (h.health.up && h.serverIdChanged !== undefined) emit([h.target], h.serverIdChanged ? 1 : 0);
     },
   }),
   fam({
@@ -272,6 +303,13 @@ export const FAMILIES: readonly AnyFamily[] = [
     help: 'Start of the current spell in which the running app has no Hypha registration (Unix seconds); present only while missing.', labels: REG,
     stability: 'stable', doc: "start of the current missing spell (only in a `missing_*` state)", group: 'hypha', scope: 'registration', sample: (x, emit) => {
       if (x.known && isMissing(x.a.state) && x.a.unregisteredSinceSeconds !== undefined) emit(regLabels(x), x.a.unregisteredSinceSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_registration_stuck', type: 'gauge',
+    help: '1 when the app is missing in a state its BioEngine proxy never leaves by itself (a gated deployment idle at zero by design; only a call through the missing service would wake it), 0 otherwise. Present only while the Ray and Hypha sources are up.',
+    labels: REG, stability: 'stable', doc: "1 if the app is missing in a state the upstream never leaves by itself: `missing_scaled_to_zero` or `missing_never_registered` of a BioEngine app (it has a `ProxyDeployment`) one of whose gated deployments is idle at zero by design (target 0); its proxy registers only once every gated deployment has a RUNNING replica (bioengine `proxy_deployment.py`), and only a call through the missing service would start one. 0 otherwise (registered, another cause, a replica being started). With it the incident-1 page needs no 5-minute wait (`cause_waits` in rules/config/mixin.yml, docs/alerts.md, Per-cause wait)", group: 'hypha', scope: 'registration', sample: (x, emit) => {
+      if (x.known) emit(regLabels(x), x.a.stuck === true ? 1 : 0);
     },
   }),
   fam({
@@ -330,11 +368,12 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number, proc
     case 'process':
       yield { key: '', arg: proc, data: proc } as U;
       return;
+    // A source whose first attempt has not ended is unknown: no series at all (not a false 0).
     case 'source':
-      for (const h of sourceHealths(s)) yield { key: `${h.source}${SEP}${h.target}`, arg: { h, now }, data: h } as U;
+      for (const h of sourceHealths(s)) if (isKnown(h)) yield { key: `${h.source}${SEP}${h.target}`, arg: { h, now }, data: h } as U;
       return;
     case 'cluster':
-      for (const c of s.ray.values()) yield { key: c.cluster, arg: c, data: c, skip: 'state' } as U;
+      for (const c of s.ray.values()) if (isKnown(c.health)) yield { key: c.cluster, arg: c, data: c, skip: 'state' } as U;
       return;
     case 'app':
       for (const c of s.ray.values()) {
@@ -356,7 +395,7 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number, proc
       }
       return;
     case 'hypha':
-      for (const h of s.hypha?.values() ?? []) yield { key: h.target, arg: h, data: [h.target, h.reconnectsTotal, h.generation, h.malformedTotal] } as U;
+      for (const h of s.hypha?.values() ?? []) if (isKnown(h.health)) yield { key: h.target, arg: h, data: [h.target, h.reconnectsTotal, h.generation, h.malformedTotal, h.health.up, h.serverId, h.serverIdChanged] } as U;
       return;
     case 'registration':
       for (const a of s.registration?.apps ?? []) {

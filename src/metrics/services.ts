@@ -75,6 +75,7 @@ export class ServicesMetrics implements MetricsSection {
   readonly #releases;
   readonly #holderProbeSuccess;
   readonly #freshAttempts;
+  readonly #serverGone;
 
   constructor(r: Registry) {
     const S = ['service'] as const;
@@ -99,12 +100,13 @@ export class ServicesMetrics implements MetricsSection {
     this.#witnessMax = gauge(r, 'hypha_serve_service_witness_max_seconds', 'canary.witness_max: the longest a stale canary is kept as the witness; absent when unlimited.', S);
     this.#releases = counter(r, 'hypha_serve_service_witness_releases_total', 'Times a stale canary (the witness) ended, by reason: returned (its id is live again), holders_agree, max_age (witness_max passed), operator (released_client_ids).', [...S, 'reason']);
     this.#holderProbeSuccess = gauge(r, 'hypha_serve_service_holder_probe_success', '1 when the last holder probe (a read-only call through the holder\'s cached proxy of the service) succeeded.', [...S, 'holder']);
+    this.#serverGone = gauge(r, 'hypha_serve_service_cached_server_gone', '1 when the holder\'s cached client id is stale and is a Hypha server id the server replaced (it came back under another id): that id never returns; 0 otherwise; absent while staleness is unknown.', [...S, 'holder']);
     this.#freshAttempts = gauge(r, 'hypha_serve_service_fresh_probe_attempts', 'Providers the last fresh probe tried: 1 = the first resolution answered; more = a listed provider did not answer and others were tried.', S);
   }
 
   rebuild(s: Snapshot): void {
     for (const m of [this.#providers, this.#providerInfo, this.#resolvedInfo, this.#cachedInfo, this.#cachedStale, this.#lastChange, this.#probeSuccess,
-      this.#staleSince, this.#holdersConfigured, this.#witnessMax, this.#holderProbeSuccess, this.#freshAttempts]) m.reset();
+      this.#staleSince, this.#holdersConfigured, this.#witnessMax, this.#holderProbeSuccess, this.#freshAttempts, this.#serverGone]) m.reset();
     this.#changes.reset();
     this.#reresolves.reset();
     this.#releases.reset();
@@ -131,6 +133,7 @@ export class ServicesMetrics implements MetricsSection {
         if (c.clientId === undefined) continue;
         this.#cachedInfo.set({ service, holder: c.holder, client_id: c.clientId }, 1);
         if (c.stale !== undefined) this.#cachedStale.set({ service, holder: c.holder }, c.stale ? 1 : 0);
+        if (c.serverGone !== undefined) this.#serverGone.set({ service, holder: c.holder }, c.serverGone ? 1 : 0);
         if (c.stale === true && c.staleSinceSeconds !== undefined) this.#staleSince.set({ service, holder: c.holder }, c.staleSinceSeconds);
       }
       for (const p of Object.values(w.lastProbes)) this.#probeSuccess.set({ service, via: p.via }, p.outcome === 'ok' ? 1 : 0);

@@ -1,12 +1,13 @@
 import type { ClusterMapping } from '../config/hypha-schema';
 import type { Logger } from '../log';
 import type { HyphaServerSample } from '../snapshot/hypha';
-import type { AppRegistration, AttributedWorker, RegistrationHistory } from '../snapshot/registration';
+import type { AppRegistration, AttributedWorker, RegistrationHistory, WorkerSample } from '../snapshot/registration';
 import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot } from '../snapshot/types';
 import { CauseConfirmation } from './confirm';
 import { expectedService, ExpectedService, WorkerDirectory } from './expected';
 import { matchProviders, ProviderIndex, RegistrationTracker, settlingAfterReconnect } from './tracker';
+import { TransitionLog } from './transition-log';
 import { BIOENGINE_WORKER_TYPE, clusterOfWorker, WorkerMappingFacts } from './workers';
 
 /** How long a lost registration may wait for a Serve sample that can explain it (see CauseConfirmation). */
@@ -39,6 +40,7 @@ export interface StageConfig {
 export class RegistrationStage {
   readonly #tracker = new RegistrationTracker();
   readonly #confirm: CauseConfirmation;
+  readonly #transitionLog = new TransitionLog();
   readonly #startedSeconds = Date.now() / 1000;
   #config: StageConfig | undefined;
   #apps: AppRegistration[] = [];
@@ -111,7 +113,7 @@ export class RegistrationStage {
     for (const c of config.clusters) {
       apps.push(...this.#evaluateCluster(c, s, config.reconnectSettleMs, nowSeconds));
     }
-    this.#logTransitions(apps);
+    this.#logTransitions(apps, s);
     this.#apps = apps;
     this.store.setRegistration({ apps, workers: this.#attributeWorkers(config, s) });
   }
@@ -160,27 +162,39 @@ export class RegistrationStage {
       .map((a) => ({ ...a, hypha: c.hypha }));
   }
 
-  /** Each server's workers, tied to a Ray cluster only where that server's mappings leave no doubt. */
+  /**
+   * Each server's workers, tied to a Ray cluster only where that server's mappings leave no doubt.
+   * A worker whose service has left the listed registry of its workspace is a known removal (a
+   * restarted worker comes back under a new client id; the old one never returns): its facts end
+   * at the registry event, not at the next cross-check, so nothing stands in for them as if their
+   * series were a gap.
+   */
   #attributeWorkers(config: StageConfig, s: Snapshot): AttributedWorker[] {
     const out: AttributedWorker[] = [];
     for (const [name, h] of s.hypha ?? []) {
       const facts = mappingFacts(config, name, h);
-      for (const w of h.workers) out.push({ ...w, hypha: name, rayCluster: facts ? clusterOfWorker(w, facts) : undefined });
+      for (const w of h.workers) {
+        if (leftRegistry(w, h)) continue;
+        out.push({ ...w, hypha: name, rayCluster: facts ? clusterOfWorker(w, facts) : undefined });
+      }
     }
     return out;
   }
 
-  #logTransitions(next: readonly AppRegistration[]): void {
-    const prev = new Map(this.#apps.map((a) => [`${a.cluster}/${a.app}`, a]));
-    for (const a of next) {
-      const p = prev.get(`${a.cluster}/${a.app}`);
-      if (!a.settled || (p && p.state === a.state && p.providerClientId === a.providerClientId)) continue;
+  #logTransitions(next: readonly AppRegistration[], s: Snapshot): void {
+    for (const { a, seenBefore } of this.#transitionLog.due(next, (cluster) => s.ray.get(cluster)?.state?.requestedSeconds)) {
       const fields = { cluster: a.cluster, app: a.app, hypha: a.hypha, service: a.service, state: a.state, provider_client_id: a.providerClientId, mismatch: a.clientIdMismatch };
-      if (a.registered) this.log.info(fields, p ? 'hypha registration changed' : 'hypha registration present');
+      if (a.registered) this.log.info(fields, seenBefore ? 'hypha registration changed' : 'hypha registration present');
       else if (a.state === 'not_running') this.log.info(fields, 'hypha registration not due: app not running');
       else this.log.warn(fields, 'hypha registration missing');
     }
   }
+}
+
+/** The worker's workspace was listed on the current connection and its service is not in it. */
+function leftRegistry(w: WorkerSample, h: HyphaServerSample): boolean {
+  const listed = h.listedSeconds > 0 ? h.registry.get(w.workspace) : undefined;
+  return listed !== undefined && !listed.some((x) => x.id === w.worker);
 }
 
 /** What the mappings on one server say about BioEngine workers (undefined until it is connected). */

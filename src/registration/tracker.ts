@@ -1,5 +1,5 @@
 import type { ServeApp, ServeDeployment } from '../snapshot/types';
-import { appStatusClass, crashedDeployments, FAILED_STATUSES, idleDeployments } from '../serve/judgement';
+import { appStatusClass, BIOENGINE_PROXY_DEPLOYMENT, crashedDeployments, FAILED_STATUSES, gatedDeployments, idleDeployments } from '../serve/judgement';
 import type { ServiceInfo } from '../snapshot/hypha';
 import type { ExpectedService } from './expected';
 import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from '../snapshot/registration';
@@ -93,6 +93,22 @@ export function judgeMissing(app: ServeApp, h: CauseHistory): MissingVerdict {
   const idle = idleDeployments(app);
   if (idle.length > 0) return { state: 'missing_scaled_to_zero', deployments: names(idle) };
   return { state: 'missing_other', deployments: [] };
+}
+
+/**
+ * The missing states BioEngine's ProxyDeployment never leaves by itself (aicell-lab/bioengine
+ * bioengine/apps/proxy_deployment.py, check_health, since 718f030 and in 0.16.1): it registers only
+ * once every sibling deployment has a RUNNING replica and deregisters when one that had replicas
+ * drops to zero. A deployment idle at zero by design (target 0) gets a replica only from a call, and
+ * the call would come through the service that is missing (BioEngine apps have no HTTP entry).
+ * Deregistered at zero (1a) and deployed cold and never registered (1b) are therefore final until
+ * someone acts, unless a replica is already being started (target above 0: the look-alike of a
+ * deploy whose replicas start within the registration cycle, or an app being woken).
+ */
+export function stuckAtZero(app: ServeApp, state: RegistrationState): boolean {
+  if (state !== 'missing_scaled_to_zero' && state !== 'missing_never_registered') return false;
+  if (!app.deployments.some((d) => d.name === BIOENGINE_PROXY_DEPLOYMENT)) return false;
+  return gatedDeployments(app).some((d) => d.scaledToZero);
 }
 
 type History = RegistrationHistory;
@@ -208,6 +224,7 @@ export class RegistrationTracker {
         clientIdChangesTotal: h.clientIdChanges,
         providerClientId: m.providerClientId,
         settled,
+        stuck: stuckAtZero(app, state),
         causeDeployments,
         history: { ...h },
       });

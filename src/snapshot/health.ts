@@ -9,23 +9,57 @@ export type SampleErrorReason =
   | 'bad_json'
   | 'schema'
   | 'auth'
+  // Hypha refused a token it had accepted before, with a signature error: the server restarted with another JWT secret.
+  | 'auth_secret_changed'
   | 'rpc'
   | 'other';
 
 export const SAMPLE_ERROR_REASONS: readonly SampleErrorReason[] = [
-  'timeout', 'connect', 'http_status', 'too_large', 'bad_json', 'schema', 'auth', 'rpc', 'other',
+  'timeout', 'connect', 'http_status', 'too_large', 'bad_json', 'schema', 'auth', 'auth_secret_changed', 'rpc', 'other',
 ];
+
+/**
+ * What a failure reason means for the operator when the error text alone does not say it
+ * (status page, /api/v1/status). True to upstream: hypha/core/auth.py picks a random JWT secret at
+ * every start unless HYPHA_JWT_SECRET or JWT_SECRET is set; bioengine/apps/builder.py mints each
+ * app's proxy_service_token (30 days) at deploy time, so only a redeploy replaces it.
+ */
+export const REASON_HINTS: Partial<Record<SampleErrorReason, string>> = {
+  auth_secret_changed:
+    'Hypha likely restarted with a new JWT secret (neither HYPHA_JWT_SECRET nor JWT_SECRET set, so it picked a random one): '
+    + 'every token it issued before is invalid, including the proxy_service_token of every BioEngine app proxy. '
+    + 'Give the exporter a new token (its token file is re-read), restart the BioEngine worker with a new token and redeploy its apps through the worker (deploy_app with the same application_id), '
+    + 'and set HYPHA_JWT_SECRET on the Hypha server so that the next restart keeps tokens valid.',
+};
 
 // 'hypha' is a registry connection (target = configured server name); 'hypha_service' is a
 // watched service's own connection (target = the service id, e.g. public/artifact-manager), kept
 // apart so that a failing watched service silences only the alerts derived from it.
 export type SourceKind = 'ray' | 'hypha' | 'hypha_service';
 
+/** What the exporter may tell about a token file it reads (never its content). */
+export interface CredentialStatus {
+  file: string;
+  /** Unix seconds of the last successful read (the first one at config load). */
+  lastReadSeconds: number;
+  /** Spells in which the file could not be read (missing, unreadable, empty); the last good token was kept. */
+  readErrorsTotal: number;
+  /** Why reading fails while the problem lasts ("ENOENT", "file is empty"); absent once a read succeeds. */
+  problem?: string;
+  /** Reads that found a token different from the one held. */
+  changesTotal: number;
+}
+
 /** Health of one upstream, in the style of consul_exporter's `consul_up`. */
 export interface SourceHealth {
   source: SourceKind;
   /** The configured name of the upstream (cluster or Hypha server name), never its URL. */
   target: string;
+  /**
+   * The source's first attempt has not ended yet: its state is unknown, so its per-source series
+   * are absent and the exporter is not ready (a start must not report a false 0).
+   */
+  pending?: true;
   up: boolean;
   /** Wall-clock seconds of the last successful sample, if any. */
   lastSuccessSeconds?: number;
@@ -35,9 +69,18 @@ export interface SourceHealth {
   errors: Record<SampleErrorReason, number>;
   /** Last error message (already free of secrets), for logs and the status page. */
   lastError?: string;
+  /** Reason of the last failure (kept after a recovery, like lastError). */
+  lastErrorReason?: SampleErrorReason;
   lastErrorSeconds?: number;
   /** Configured sampling interval (seconds): a sample age well past it while `up` stays 1 is a stuck sampler. */
   intervalSeconds?: number;
+  /** The token file the source authenticates with (bearer_token_file), if any. */
+  credential?: CredentialStatus;
+}
+
+/** False while the source's first attempt is under way (see SourceHealth.pending). */
+export function isKnown(h: SourceHealth): boolean {
+  return h.pending !== true;
 }
 
 /**
@@ -52,12 +95,14 @@ export function newSourceHealth(source: SourceKind, target: string, intervalSeco
 
 /** The health after a failed sample: down, counted by reason, with the (already scrubbed) message. */
 export function failedHealth(h: SourceHealth, reason: SampleErrorReason, message: string, durationSeconds?: number): SourceHealth {
+  const { pending: _ended, ...rest } = h;
   return {
-    ...h,
+    ...rest,
     up: false,
     lastDurationSeconds: durationSeconds ?? h.lastDurationSeconds,
     errors: { ...h.errors, [reason]: h.errors[reason] + 1 },
     lastError: message,
+    lastErrorReason: reason,
     lastErrorSeconds: Date.now() / 1000,
   };
 }

@@ -19,6 +19,18 @@ export interface ServiceInfo {
   visibility?: string;
 }
 
+/** What a Hypha connection saw of the server's id across its rebuilds (src/sources/hypha/server-id.ts). */
+export interface ServerIdFacts {
+  /** The id the current (or last) connection reported. */
+  current?: string;
+  /** The id before the last comeback, when it differed. */
+  previous?: string;
+  /** The last comeback was under another id (true) or the same one (false); undefined until one was seen. */
+  changed?: boolean;
+  /** Ids earlier connections reported that the server has since replaced (newest last, bounded). */
+  replaced: string[];
+}
+
 export interface HyphaServerSample {
   /** Configured Hypha server name (the `hypha` / `target` label). */
   target: string;
@@ -29,6 +41,15 @@ export interface HyphaServerSample {
   generation: number;
   workspace?: string;
   serverId?: string;
+  /**
+   * The server came back (a rebuilt connection) under another id than the previous connection's:
+   * true; under the same id: false; undefined until a comeback was seen.
+   */
+  serverIdChanged?: boolean;
+  /** The server id of the connection before the current one, when known. */
+  previousServerId?: string;
+  /** What the source saw of the server's ids, continued by a source a reload restarts. */
+  serverIds?: ServerIdFacts;
   hyphaVersion?: string;
   /**
    * When the current connection's first full listing completed (Unix seconds); 0 while not

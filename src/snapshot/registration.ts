@@ -47,6 +47,13 @@ export interface AppRegistration {
    * (reconnect_settle): the registered/state series are withheld, not reported as 0.
    */
   settled: boolean;
+  /**
+   * Missing in a state the upstream never leaves by itself: BioEngine's proxy registers only once
+   * every deployment it gates on has a RUNNING replica, and one of them is idle at zero by design,
+   * which only a call through the missing service would wake. The cause is certain, not a phase of
+   * BioEngine's recovery cycle (see stuckAtZero in src/registration/tracker.ts).
+   */
+  stuck?: boolean;
   /** The deployments behind a missing_crashed or missing_scaled_to_zero verdict (what the status page names). */
   causeDeployments?: string[];
   /** Tracker history carried in the snapshot, so a restarted source (reload) continues it. */

@@ -1,4 +1,5 @@
 import type { SourceHealth } from './health';
+import type { ServerIdFacts } from './hypha';
 
 // Snapshot part of the watched-services source (docs/watched-services.md): per configured
 // service, who provides it now, which client id a fresh resolution gives,
@@ -96,6 +97,12 @@ export interface CachedHolder {
   sinceSeconds?: number;
   /** Why the holder could not be read (holders only). */
   error?: string;
+  /**
+   * Stale, and the cached id is a Hypha server id that the server replaced (it came back under
+   * another id): built-in services are provided by client `<server_id>`, so that id never returns.
+   * undefined when staleness is unknown.
+   */
+  serverGone?: boolean;
 }
 
 export interface WatchedServiceSample {
@@ -131,6 +138,8 @@ export interface WatchedServiceSample {
   witnessReleasesTotal?: Partial<Record<WitnessReleaseReason, number>>;
   /** Last probe per holder that has one (kept while down for the carry-over, exported only while up). */
   holderProbes?: HolderProbeResult[];
+  /** What this source's connection saw of the Hypha server's ids (continued by a reload). */
+  serverIds?: ServerIdFacts;
 }
 
 export function emptyHistogram(): DurationHistogram {

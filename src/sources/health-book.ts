@@ -1,5 +1,7 @@
 import type { Logger } from '../log';
+import { credentialStatus } from '../config/credential-file';
 import { failedHealth, newSourceHealth, SampleErrorReason, SourceHealth, SourceKind } from '../snapshot/health';
+import type { Secret } from '../util/secret';
 
 export type LogFields = Record<string, unknown>;
 
@@ -15,6 +17,8 @@ export interface HealthBookOptions {
   label: string;
   /** On every up/down line, so a line names its upstream even where the logger's bindings are not shown. */
   fields?: LogFields;
+  /** The token the source authenticates with: a token file's reads are part of the health (never its value). */
+  credential?: Secret;
 }
 
 /**
@@ -30,16 +34,39 @@ export class HealthBook {
   readonly #log: Logger;
   readonly #label: string;
   readonly #fields: LogFields;
+  readonly #credential: Secret | undefined;
 
   constructor(opts: HealthBookOptions) {
-    this.#health = newSourceHealth(opts.kind, opts.target, opts.intervalSeconds, opts.previous);
+    const h = newSourceHealth(opts.kind, opts.target, opts.intervalSeconds, opts.previous);
+    const continued = opts.previous !== undefined && opts.previous.source === opts.kind && opts.previous.target === opts.target;
+    // Unknown until the first attempt ends; a source restarted by a reload continues its predecessor's state instead.
+    this.#health = continued ? h : { ...h, pending: true };
     this.#log = opts.log;
     this.#label = opts.label;
     this.#fields = opts.fields ?? {};
+    this.#credential = opts.credential;
   }
 
+  /** The current health, with the token file's latest reads (checked now: a rotation shows without a request). */
   get health(): SourceHealth {
+    this.#credential?.refresh();
+    const now = credentialStatus(this.#credential);
+    const was = this.#health.credential;
+    if (now && (was?.lastReadSeconds !== now.lastReadSeconds || was.readErrorsTotal !== now.readErrorsTotal || was.problem !== now.problem || was.changesTotal !== now.changesTotal)) {
+      const fields = { ...this.#fields, file: now.file };
+      if (now.readErrorsTotal > (was?.readErrorsTotal ?? 0) && now.problem !== undefined) {
+        this.#log.warn({ ...fields, problem: now.problem }, `${this.#label} token file cannot be read; keeping the last token read`);
+      } else if (was !== undefined && now.changesTotal > was.changesTotal) {
+        this.#log.info(fields, `${this.#label} token file changed; the new token is used from the next request or connection`);
+      }
+      this.#health = { ...this.#health, credential: now };
+    }
     return this.#health;
+  }
+
+  /** True once the first attempt has ended (or a predecessor's had). */
+  get known(): boolean {
+    return this.#health.pending !== true;
   }
 
   get up(): boolean {
@@ -53,8 +80,9 @@ export class HealthBook {
    */
   succeeded(durationSeconds: number | undefined, logFields: LogFields = {}): boolean {
     const cameUp = !this.#health.up;
+    const { pending: _ended, ...h } = this.#health;
     this.#health = {
-      ...this.#health,
+      ...h,
       up: true,
       lastSuccessSeconds: Date.now() / 1000,
       lastDurationSeconds: durationSeconds ?? this.#health.lastDurationSeconds,

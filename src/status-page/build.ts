@@ -1,5 +1,5 @@
 import type { RayClusterSample, ServeApp, ServeDeployment, Snapshot, SourceHealth } from '../snapshot/types';
-import { sourceHealths } from '../snapshot/types';
+import { isKnown, REASON_HINTS, sourceHealths } from '../snapshot/types';
 import {
   AppV1, ClusterV1, DeploymentV1, ProblemV1, SourceV1, StatusV1, TransitionV1,
 } from './model';
@@ -48,18 +48,21 @@ export function buildStatus(inp: StatusInputs): StatusV1 {
 
   const problems: ProblemV1[] = [];
   for (const src of sources) {
-    if (!src.up) {
+    // A source still in its first attempt is unknown, not down.
+    if (!src.up && !src.pending) {
+      const hint = src.hint ? ` — ${src.hint}` : '';
       problems.push({
         severity: 'critical',
         kind: 'source',
         subject: `${src.source}/${src.target}`,
         text: src.last_success_at === undefined
-          ? `no successful sample yet${src.last_error ? `: ${src.last_error}` : ''}`
-          : `down${src.last_error ? `: ${src.last_error}` : ''}`,
+          ? `no successful sample yet${src.last_error ? `: ${src.last_error}` : ''}${hint}`
+          : `down${src.last_error ? `: ${src.last_error}` : ''}${hint}`,
         ...(src.source === 'ray' ? { cluster: src.target } : {}),
       });
     }
   }
+  problems.push(...serverIdProblems(s));
   for (const c of clusters) problems.push(...clusterProblems(c));
   for (const a of apps) {
     if (a.severity === 'ok') continue;
@@ -85,7 +88,7 @@ export function buildStatus(inp: StatusInputs): StatusV1 {
       warning: problems.filter((p) => p.severity === 'warning').length,
       apps: apps.length,
       sources_up: up,
-      sources_down: sources.length - up,
+      sources_down: sources.filter((x) => !x.up && !x.pending).length,
     },
     sections: { registration: reg.enabled, watched_services: services.enabled },
     problems,
@@ -97,6 +100,22 @@ export function buildStatus(inp: StatusInputs): StatusV1 {
     transitions: [...inp.transitions],
     transitions_capacity: inp.transitionsCapacity,
   };
+}
+
+/** HyphaServeServerIdUnstable's line: a Hypha server that came back under another server id. */
+function serverIdProblems(s: StatusInputs['snapshot']): ProblemV1[] {
+  const out: ProblemV1[] = [];
+  for (const h of s.hypha?.values() ?? []) {
+    if (!h.health.up || h.serverIdChanged !== true) continue;
+    out.push({
+      severity: 'warning',
+      kind: 'source',
+      subject: `hypha/${h.target}`,
+      text: `came back under another server id (${h.previousServerId ?? 'unknown'} → ${h.serverId ?? 'unknown'}): no fixed --server-id / HYPHA_SERVER_ID, `
+        + 'so every restart strands proxies cached to its built-in services, the artifact manager among them (incident 2)',
+    });
+  }
+  return out;
 }
 
 function cmp(a: string, b: string): number {
@@ -123,6 +142,16 @@ function sourceV1(h: SourceHealth, now: number): SourceV1 {
   if (h.lastDurationSeconds !== undefined) out.last_duration_seconds = h.lastDurationSeconds;
   if (h.lastError !== undefined) out.last_error = h.lastError;
   if (h.lastErrorSeconds !== undefined) out.last_error_at = h.lastErrorSeconds;
+  if (h.lastErrorReason !== undefined) {
+    out.last_error_reason = h.lastErrorReason;
+    const hint = REASON_HINTS[h.lastErrorReason];
+    if (hint !== undefined && !h.up) out.hint = hint;
+  }
+  if (!isKnown(h)) out.pending = true;
+  if (h.credential) {
+    const c = h.credential;
+    out.credential = { file: c.file, last_read_at: c.lastReadSeconds, read_errors_total: c.readErrorsTotal, ...(c.problem !== undefined ? { problem: c.problem } : {}) };
+  }
   return out;
 }
 
@@ -147,7 +176,7 @@ function clusterV1(c: RayClusterSample): ClusterV1 {
 function clusterProblems(c: ClusterV1): ProblemV1[] {
   const out: ProblemV1[] = [];
   for (const p of c.proxies) {
-    // Only the head proxy can wake a scaled-to-zero app, so its readiness matters most. With no
+    // Only the head proxy is kept ready at zero replicas (Ray PR #47002), so its readiness matters most. With no
     // app deployed a proxy answers 503 ("Route table is not populated yet") by design.
     if (p.ready === false && c.apps !== 0) {
       out.push({

@@ -74,6 +74,14 @@ export interface SourceV1 {
   last_duration_seconds?: number;
   last_error?: string;
   last_error_at?: number;
+  /** Reason of the last failure (a value of hypha_serve_source_errors_total's `reason`). */
+  last_error_reason?: string;
+  /** What the last failure's reason means and what to do, when the error text does not say it (e.g. auth_secret_changed). */
+  hint?: string;
+  /** True while the first attempt is under way: the state is unknown (up is false, but not down). */
+  pending?: boolean;
+  /** The token file the source reads (never the token). */
+  credential?: { file: string; last_read_at: number; read_errors_total: number; problem?: string };
   /** Cumulative failed samples by reason since the exporter started. */
   errors: Record<string, number>;
   errors_total: number;

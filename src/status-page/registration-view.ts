@@ -1,6 +1,7 @@
 import type { ServeApp, Snapshot } from '../snapshot/types';
 import type { ProblemV1, RegistrationV1, Severity, WorkerV1, WorkerViewV1 } from './model';
-import { registrationSeverity } from './severity';
+import { isBioEngineApp } from '../registration/expected';
+import { registrationSeverity, worst } from './severity';
 
 /** One expected app's registration, in the status page's own terms (adapted from the snapshot). */
 export interface AppRegistrationInput {
@@ -94,10 +95,16 @@ export function registrationView(s: Snapshot): RegistrationView {
       if (r.missingSinceSeconds !== undefined) registration.missing_since = r.missingSinceSeconds;
       if (r.clientId !== undefined) registration.client_id = r.clientId;
       if (r.clientIdMismatch !== undefined) registration.client_id_mismatch = r.clientIdMismatch;
-      const severity = registrationSeverity(r.state, r.clientIdMismatch === true);
+      let severity = registrationSeverity(r.state, r.clientIdMismatch === true);
       const out: string[] = [];
       if (r.state !== 'registered' && r.state !== 'unknown') out.push(`registration ${r.state}: ${registration.cause}`);
       if (r.state === 'registered' && r.clientIdMismatch) out.push(`registered under another client id (${r.clientId ?? '?'})`);
+      const vanishing = r.state === 'registered' ? deregisteredAtZero(app) : [];
+      if (vanishing.length > 0) {
+        // The warning HyphaServeAppWillDeregisterAtZero, on the page: before the incident, not during it.
+        severity = worst(severity, 'warning');
+        out.push(`will be deregistered when ${vanishing.join(', ')} idle${vanishing.length === 1 ? 's' : ''} to zero replicas (min_replicas 0; BioEngine's proxy deregisters at zero): set min_replicas >= 1`);
+      }
       let workerView: WorkerViewV1 | undefined;
       if (r.worker) {
         workerView = { worker: r.worker.worker, worker_up: r.worker.up };
@@ -108,6 +115,12 @@ export function registrationView(s: Snapshot): RegistrationView {
       return { registration, workerView, severity: r.state === 'unknown' ? 'ok' : severity, problems: out };
     },
   };
+}
+
+/** A BioEngine app's deployments whose autoscaling allows zero replicas (what the rule reads from the metrics). */
+function deregisteredAtZero(app: ServeApp): string[] {
+  if (!isBioEngineApp(app)) return [];
+  return app.deployments.filter((d) => d.autoscaling && d.minReplicas === 0).map((d) => d.name);
 }
 
 /** The deployments the tracker's verdict rests on, with their status from Serve's view of the app. */

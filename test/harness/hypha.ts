@@ -41,10 +41,13 @@ export interface HyphaHandle {
   pid(): number | undefined;
   /** Stops Hypha only (an outage); startServer() brings it back on the same port. */
   stopServer(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts Hypha again; options merge over the current ones (pass serverId: undefined for a random id). */
-  startServer(newOpts?: Partial<Pick<HyphaOptions, 'serverId'>>): Promise<void>;
-  /** stopServer() + startServer(newOpts): same port, JWT secret, root token, database and S3. */
-  restart(newOpts?: Partial<Pick<HyphaOptions, 'serverId'>>): Promise<void>;
+  /**
+   * Starts Hypha again; options merge over the current ones (pass serverId: undefined for a random id;
+   * a new jwtSecret is what an unset HYPHA_JWT_SECRET does at every upstream start).
+   */
+  startServer(newOpts?: Partial<Pick<HyphaOptions, 'serverId' | 'jwtSecret'>>): Promise<void>;
+  /** stopServer() + startServer(newOpts): same port, root token, database and S3 (and JWT secret unless given). */
+  restart(newOpts?: Partial<Pick<HyphaOptions, 'serverId' | 'jwtSecret'>>): Promise<void>;
   /** Stops Hypha and moto and removes the data directory. */
   stop(): Promise<void>;
   /** Server log so far (tokens never appear in it: they are passed as arguments, not logged). */
@@ -83,7 +86,7 @@ async function startMoto(): Promise<{ proc: Proc; url: string }> {
 
 export async function startHypha(opts: HyphaOptions = {}): Promise<HyphaHandle> {
   const port = opts.port ?? (await freePort());
-  const jwtSecret = opts.jwtSecret ?? crypto.randomBytes(24).toString('base64url');
+  let jwtSecret = opts.jwtSecret ?? crypto.randomBytes(24).toString('base64url');
   const rootToken = opts.rootToken ?? newRootToken();
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hypha-test-'));
@@ -95,9 +98,10 @@ export async function startHypha(opts: HyphaOptions = {}): Promise<HyphaHandle> 
   const startupMs: number[] = [];
   const url = `http://127.0.0.1:${port}`;
 
-  const startServer = async (newOpts?: Partial<Pick<HyphaOptions, 'serverId'>>): Promise<void> => {
+  const startServer = async (newOpts?: Partial<Pick<HyphaOptions, 'serverId' | 'jwtSecret'>>): Promise<void> => {
     if (proc && proc.child.exitCode === null && proc.child.signalCode === null) throw new Error('hypha already running');
     if (newOpts && 'serverId' in newOpts) serverId = newOpts.serverId;
+    if (newOpts?.jwtSecret !== undefined) jwtSecret = newOpts.jwtSecret;
     const args = ['-m', 'hypha.server', '--host', '127.0.0.1', '--port', String(port), `--root-token=${rootToken}`,
       // A file database keeps artifacts across restarts (a temp one would vanish with the process).
       '--database-uri', `sqlite+aiosqlite:///${path.join(dataDir, 'hypha.db')}`];
@@ -128,7 +132,7 @@ export async function startHypha(opts: HyphaOptions = {}): Promise<HyphaHandle> 
     wsUrl: `ws://127.0.0.1:${port}/ws`,
     port,
     rootToken,
-    jwtSecret,
+    get jwtSecret() { return jwtSecret; },
     get serverId() { return serverId; },
     s3Url: moto?.url,
     startupMs,

@@ -3,6 +3,7 @@
  * helm lint --strict, helm template, kustomize build, kubernetes-validate --strict for 1.33/1.35/1.37,
  * and ServiceMonitor/PrometheusRule against strict Prometheus Operator v0.85.0 CRD schemas.
  * Known-bad manifests and values must be rejected by the same checks, or the checks prove nothing.
+ * The same artifacts installed into a real kube-apiserver: install-kubernetes-apiserver.test.ts.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,7 +14,7 @@ import YAML from 'yaml';
 import { repoRoot } from '../harness/proc';
 import { tmpDir } from '../helpers/tmp';
 
-jest.setTimeout(1_200_000);
+jest.setTimeout(1_800_000);
 const execFileP = promisify(execFile);
 const root = repoRoot();
 const chart = path.join(root, 'deploy/helm/hypha-serve-exporter');
@@ -57,28 +58,41 @@ describe('install: Kubernetes artifacts (Helm chart, kustomize base), validated 
 
   it('helm lint --strict, helm template and kustomize build pass kubernetes-validate --strict and the strict CRD schemas', async () => {
     const t0 = Date.now();
-    const r = await sh('bash', ['scripts/check-deploy.sh']);
+    // Cold, check-deploy.sh first builds the tools (scripts/install-deploy-tools.sh; setup.sh normally has).
+    const r = await sh('bash', ['scripts/check-deploy.sh'], 1_500_000);
     console.log(`scripts/check-deploy.sh: ${Date.now() - t0} ms\n${r.out.split('\n').filter((l) => !/go: downloading|valid against the strict/.test(l)).join('\n')}`);
     expect(r.code).toBe(0);
     expect(r.out).toContain('deploy check OK');
   });
 
-  it('every rendering has a hardened Deployment, probes, a Service, ServiceMonitor, PrometheusRule, config and dashboards, and no Secret', () => {
+  it('every rendering has a hardened StatefulSet with a state volume per replica, probes, a Service, ServiceMonitor, PrometheusRule, config and dashboards, and no Secret', () => {
     const generatedRules = YAML.parse(fs.readFileSync(path.join(root, 'deploy/kubernetes/prometheusrule.yaml'), 'utf8')) as K8sObject;
     const dashboards = fs.readdirSync(path.join(root, 'dashboards/json')).sort();
-    for (const file of ['helm-default-1.33.0.yaml', 'helm-ha-1.33.0.yaml', 'kustomize-base.yaml', 'kustomize-ha.yaml']) {
+    for (const file of ['helm-default-1.33.0.yaml', 'helm-ha-1.33.0.yaml', 'helm-nocrd-1.33.0.yaml', 'kustomize-base.yaml', 'kustomize-ha.yaml']) {
       const objs = objects(path.join(out, file));
       const kinds = objs.map((o) => o.kind);
       expect(kinds).not.toContain('Secret');
-      for (const k of ['Deployment', 'Service', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap']) expect(kinds).toContain(k);
+      expect(kinds).not.toContain('Deployment');
+      for (const k of ['StatefulSet', 'Service', 'ServiceAccount', 'ConfigMap']) expect(kinds).toContain(k);
+      // Without the Prometheus Operator API the chart renders no monitoring objects (NOTES say so).
+      const crd = !file.includes('nocrd');
+      expect(kinds.includes('ServiceMonitor')).toBe(crd);
+      expect(kinds.includes('PrometheusRule')).toBe(crd);
       const ha = file.includes('-ha');
       expect(kinds.includes('PodDisruptionBudget')).toBe(ha);
       expect(kinds.includes('NetworkPolicy')).toBe(ha);
 
-      const dep = objs.find((o) => o.kind === 'Deployment')!;
-      const spec = dep.spec as { replicas: number; template: { spec: Record<string, any> } };
+      const sts = objs.find((o) => o.kind === 'StatefulSet')!;
+      const spec = sts.spec as { replicas: number; minReadySeconds: number; serviceName: string; template: { spec: Record<string, any> }; volumeClaimTemplates: Array<Record<string, any>> };
       expect(spec.replicas).toBe(ha ? 2 : 1);
+      // A volume per replica for --storage.path; one pod at a time replaced, each Ready for 30 s first.
+      expect(spec.volumeClaimTemplates.map((v) => v.metadata.name)).toEqual(['state']);
+      expect(spec.volumeClaimTemplates[0].spec.accessModes).toEqual(['ReadWriteOnce']);
+      expect(spec.minReadySeconds).toBe(30);
+      expect(objs.find((o) => o.kind === 'Service' && o.metadata.name === spec.serviceName)).toBeDefined();
       const pod = spec.template.spec;
+      expect(pod.volumes.find((v: { name: string }) => v.name === 'state')).toBeUndefined();
+      expect(pod.containers[0].image).toMatch(/^ghcr\.io\/aicell-lab\/hypha-serve-exporter(:0\.2\.0|@sha256:[0-9a-f]{64})$/);
       expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 });
       expect(pod.automountServiceAccountToken).toBe(false);
       const c = pod.containers[0];
@@ -92,6 +106,9 @@ describe('install: Kubernetes artifacts (Helm chart, kustomize base), validated 
       const tokenVol = (pod.volumes as Array<Record<string, any>>).find((v) => v.name === 'tokens');
       if (ha) expect(JSON.stringify(tokenVol)).toMatch(/"secret":\{"name":"[^"]+"|"secretName":"[^"]+"/);
 
+      const boardsOf = (list: K8sObject[]) => list.filter((o) => o.kind === 'ConfigMap' && o.metadata.labels?.grafana_dashboard === '1');
+      expect(boardsOf(objs).length).toBe(dashboards.length);
+      if (!crd) continue;
       const rule = objs.find((o) => o.kind === 'PrometheusRule')!;
       expect(rule.spec).toEqual(generatedRules.spec);
       const sm = objs.find((o) => o.kind === 'ServiceMonitor')!;
@@ -102,15 +119,17 @@ describe('install: Kubernetes artifacts (Helm chart, kustomize base), validated 
         { sourceLabels: ['__meta_kubernetes_pod_name'], targetLabel: 'instance' },
         { action: 'labeldrop', regex: 'pod|service' },
       ]);
-      // The rules select job=~"hypha-serve-exporter.*"; the job comes from this Service label's value.
+      // The rules select job=~"hypha-serve-exporter.*"; the job comes from this Service label's value
+      // (hypha-serve-exporter for the kustomize base, hypha-serve-exporter-<release> for the chart).
       const jobLabel = (sm.spec as { jobLabel: string }).jobLabel;
       const svc = objs.find((o) => o.kind === 'Service')!;
-      expect(svc.metadata.labels?.[jobLabel]).toBe('hypha-serve-exporter');
+      const job = svc.metadata.labels?.[jobLabel];
+      expect(job).toBe(file.startsWith('helm') ? 'hypha-serve-exporter-hse' : 'hypha-serve-exporter');
       const jobMatchers = [...YAML.stringify(generatedRules.spec, { lineWidth: 0 }).matchAll(/job=~"([^"]+)"/g)].map((m) => m[1]);
       expect(jobMatchers.length).toBeGreaterThan(0);
-      for (const re of new Set(jobMatchers)) expect('hypha-serve-exporter').toMatch(new RegExp(`^(?:${re})$`));
+      for (const re of new Set(jobMatchers)) expect(job).toMatch(new RegExp(`^(?:${re})$`));
 
-      const boards = objs.filter((o) => o.kind === 'ConfigMap' && o.metadata.labels?.grafana_dashboard === '1');
+      const boards = boardsOf(objs);
       const keys = boards.flatMap((b) => Object.keys(b.data ?? {})).sort();
       expect(keys).toEqual(dashboards);
       for (const b of boards) {
@@ -123,7 +142,7 @@ describe('install: Kubernetes artifacts (Helm chart, kustomize base), validated 
     }
   });
 
-  it('rejects a typo in a Deployment field and a Deployment without its required selector', async () => {
+  it('rejects a typo in a StatefulSet field and a StatefulSet without its required selector', async () => {
     const good = fs.readFileSync(path.join(out, 'kustomize-base.yaml'), 'utf8');
     const typo = tmp.write('typo.yaml', good.replace('imagePullPolicy: IfNotPresent', 'imagePullPolicyy: IfNotPresent'));
     const r1 = await sh('bash', ['scripts/check-deploy.sh', 'validate', typo]);
@@ -132,7 +151,7 @@ describe('install: Kubernetes artifacts (Helm chart, kustomize base), validated 
     for (const v of ['1.33', '1.35', '1.37']) expect(r1.out).toContain(`against version ${v}`);
 
     const objs = objects(path.join(out, 'kustomize-base.yaml'));
-    for (const o of objs) if (o.kind === 'Deployment') delete (o.spec as Record<string, unknown>).selector;
+    for (const o of objs) if (o.kind === 'StatefulSet') delete (o.spec as Record<string, unknown>).selector;
     const noSel = tmp.write('no-selector.yaml', objs.map((o) => YAML.stringify(o)).join('---\n'));
     const r2 = await sh('bash', ['scripts/check-deploy.sh', 'validate', noSel]);
     expect(r2.code).not.toBe(0);
@@ -197,10 +216,80 @@ describe('install: Kubernetes artifacts (Helm chart, kustomize base), validated 
     expect(r2.code).not.toBe(0);
     expect(r2.out).toMatch(/value/);
 
-    const r3 = await sh(HELM, ['template', 'hse', chart, '--set', 'replicaCount=2', '--set', 'podDisruptionBudget.enabled=true']);
+    const r3 = await sh(HELM, ['template', 'hse', chart, '--kube-version', '1.33.0', '--set', 'replicaCount=2']);
     expect(r3.code).toBe(0);
     const objs = YAML.parseAllDocuments(r3.stdout).map((d) => d.toJS() as K8sObject | null).filter((o): o is K8sObject => o !== null);
     expect(objs.find((o) => o.kind === 'PodDisruptionBudget')?.spec).toMatchObject({ minAvailable: 1 });
-    expect((objs.find((o) => o.kind === 'Deployment')?.spec as { replicas: number }).replicas).toBe(2);
+    expect((objs.find((o) => o.kind === 'StatefulSet')?.spec as { replicas: number }).replicas).toBe(2);
+    // One replica: no PDB (minAvailable 1 over one pod would block every node drain).
+    const single = await sh(HELM, ['template', 'hse', chart, '--kube-version', '1.33.0', '--set', 'podDisruptionBudget.enabled=true']);
+    expect(single.code).toBe(0);
+    expect(single.stdout).not.toContain('kind: PodDisruptionBudget');
+  });
+
+  it('the image reference: registry, repository, tag (default appVersion) and a digest that wins', async () => {
+    const { HELM } = tools();
+    const image = async (...set: string[]) => {
+      const r = await sh(HELM, ['template', 'hse', chart, '--kube-version', '1.33.0', '--show-only', 'templates/statefulset.yaml', ...set.flatMap((x) => ['--set', x])]);
+      expect(r.code).toBe(0);
+      return (YAML.parse(r.stdout) as { spec: { template: { spec: { containers: Array<{ image: string }> } } } }).spec.template.spec.containers[0].image;
+    };
+    const appVersion = (YAML.parse(fs.readFileSync(path.join(chart, 'Chart.yaml'), 'utf8')) as { appVersion: string }).appVersion;
+    expect(appVersion).toBe(JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).version);
+    expect(await image()).toBe(`ghcr.io/aicell-lab/hypha-serve-exporter:${appVersion}`);
+    expect(await image('image.tag=0.2.1')).toBe('ghcr.io/aicell-lab/hypha-serve-exporter:0.2.1');
+    const digest = `sha256:${'ab'.repeat(32)}`;
+    expect(await image('image.tag=0.2.1', `image.digest=${digest}`)).toBe(`ghcr.io/aicell-lab/hypha-serve-exporter@${digest}`);
+    expect(await image('image.registry=', 'image.repository=hypha-serve-exporter')).toBe(`hypha-serve-exporter:${appVersion}`);
+    expect(await image('global.imageRegistry=mirror.example.org')).toBe(`mirror.example.org/aicell-lab/hypha-serve-exporter:${appVersion}`);
+    const bad = await sh(HELM, ['template', 'hse', chart, '--kube-version', '1.33.0', '--set', 'image.digest=latest']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.out).toMatch(/digest/);
+    // A job name the rules would not select is refused.
+    const badJob = await sh(HELM, ['template', 'hse', chart, '--kube-version', '1.33.0', '--set', 'serviceMonitor.jobName=exporter']);
+    expect(badJob.code).not.toBe(0);
+    expect(badJob.out).toMatch(/jobName/);
+  });
+
+  it('the chart fails with a clear message when files/ (generated rules, dashboards) is missing; it holds real copies, no symlinks', async () => {
+    const { HELM } = tools();
+    for (const f of ['files/prometheusrule.yaml', ...fs.readdirSync(path.join(chart, 'files/dashboards')).map((d) => `files/dashboards/${d}`)]) {
+      expect(fs.lstatSync(path.join(chart, f)).isFile()).toBe(true);
+    }
+    const copy = path.join(tmp.dir, 'chart-without-files');
+    fs.cpSync(chart, copy, { recursive: true });
+    fs.rmSync(path.join(copy, 'files'), { recursive: true });
+    const r = await sh(HELM, ['template', 'hse', copy, '--kube-version', '1.33.0']);
+    expect(r.code).not.toBe(0);
+    expect(r.out).toContain('files/prometheusrule.yaml is missing or empty');
+    // Only the dashboards gone (a packaging step that drops a directory) fails too.
+    const copy2 = path.join(tmp.dir, 'chart-without-dashboards');
+    fs.cpSync(chart, copy2, { recursive: true });
+    fs.rmSync(path.join(copy2, 'files/dashboards'), { recursive: true });
+    const r2 = await sh(HELM, ['template', 'hse', copy2, '--kube-version', '1.33.0', '--set', 'prometheusRule.enabled=false']);
+    expect(r2.code).not.toBe(0);
+    expect(r2.out).toContain('files/dashboards/*.json is missing');
+    // The intact chart renders.
+    expect((await sh(HELM, ['template', 'hse', chart, '--kube-version', '1.33.0'])).code).toBe(0);
+  });
+
+  it('the chart README documents every value in values.yaml', () => {
+    const values = YAML.parse(fs.readFileSync(path.join(chart, 'values.yaml'), 'utf8')) as Record<string, unknown>;
+    const readme = fs.readFileSync(path.join(chart, 'README.md'), 'utf8');
+    const keys: string[] = [];
+    const walk = (o: Record<string, unknown>, prefix: string) => {
+      for (const [k, v] of Object.entries(o)) {
+        const key = `${prefix}${k}`;
+        // `config` is the exporter's own file (docs/config.schema.json); maps of free-form labels end here.
+        const leaf = v === null || typeof v !== 'object' || Array.isArray(v) || Object.keys(v).length === 0
+          || ['config', 'resources', 'podSecurityContext', 'securityContext', 'dashboards.labels'].includes(key);
+        if (leaf) keys.push(key);
+        else walk(v as Record<string, unknown>, `${key}.`);
+      }
+    };
+    walk(values, '');
+    expect(keys.length).toBeGreaterThan(50);
+    const missing = keys.filter((k) => !readme.includes(`| \`${k}\` |`));
+    expect(missing).toEqual([]);
   });
 });

@@ -2,8 +2,11 @@
  * The two ways to run the exporter outside the repository, each against a real Ray Serve:
  *  - the npm package: `npm pack`, `npm install -g --prefix` of the tarball into a clean prefix, the bin link;
  *  - the container image: scripts/build-image.sh (podman, base image from the Debian mirror), run with
- *    --init on the host network, read-only root, all capabilities dropped, a token as a podman secret.
- * One Ray cluster serves both. Figures (install time, image size, start-to-ready) go to the test log.
+ *    --init on the host network, read-only root, all capabilities dropped, a token as a podman secret;
+ *  - the image with a named volume for --storage.path, replaced by a new container (an upgrade) while an
+ *    incident-2 page fires in a real Prometheus (real Hypha, the shipped rules with `for:` ÷ 10): the page
+ *    keeps firing and the witness and registration history come back from the volume.
+ * One Ray cluster serves all. Figures (install time, image size, start-to-ready) go to the test log.
  */
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -12,9 +15,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { HyphaHandle, startHypha } from '../harness/hypha';
+import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
 import { freePorts } from '../harness/ports';
 import { Proc, repoRoot, startProc, waitFor } from '../harness/proc';
+import { PrometheusServer, startPrometheus } from '../harness/prometheus';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
+import { overriddenRuleFiles } from '../harness/rules-override';
 import { seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 
@@ -125,9 +132,10 @@ describe('install: npm package and container image against real Ray Serve', () =
     const files = packed[0].files.map((f) => f.path).sort();
     console.log(`npm pack: ${packed[0].filename}, ${packed[0].size} bytes packed, ${packed[0].unpackedSize} unpacked, ${files.length} files`);
     const allowed = [/^dist\/src\/.+\.js$/, /^rules\/[^/]+\.yml$/, /^dashboards\/json\/[^/]+\.json$/, /^docs\/config\.schema\.json$/,
-      /^deploy\/systemd\/hypha-serve-exporter\.service$/, /^package\.json$/, /^README\.md$/, /^LICENSE$/];
+      /^deploy\/systemd\/hypha-serve-exporter\.(service|default)$/, /^package\.json$/, /^README\.md$/, /^CHANGELOG\.md$/, /^LICENSE$/];
     expect(files.filter((f) => !allowed.some((re) => re.test(f)))).toEqual([]);
-    for (const must of ['dist/src/main.js', 'rules/alerts.yml', 'rules/recording.yml', 'docs/config.schema.json', 'README.md', 'package.json']) {
+    for (const must of ['dist/src/main.js', 'rules/alerts.yml', 'rules/recording.yml', 'docs/config.schema.json', 'README.md', 'CHANGELOG.md', 'package.json',
+      'deploy/systemd/hypha-serve-exporter.service', 'deploy/systemd/hypha-serve-exporter.default']) {
       expect(files).toContain(must);
     }
     expect(files.filter((f) => f.startsWith('dashboards/json/')).length).toBeGreaterThan(0);
@@ -270,6 +278,177 @@ describe('install: npm package and container image against real Ray Serve', () =
     } finally {
       await tryRun(podman, ['rm', '-f', name]);
       await tryRun(podman, ['secret', 'rm', secret]);
+    }
+  });
+  it('a named volume keeps --storage.path: a new container continues an incident-2 page and the registration history', async () => {
+    const image = `hypha-serve-exporter:${pkg.version}`;
+    // What the image declares: the state directory is a volume and the default command uses it.
+    const cfg = JSON.parse((await run(podman, ['image', 'inspect', '--format', '{{json .Config}}', image])).stdout) as {
+      Volumes: Record<string, unknown>;
+      Cmd: string[];
+    };
+    expect(Object.keys(cfg.Volumes)).toEqual(['/var/lib/hypha-serve-exporter']);
+    expect(cfg.Cmd).toContain('--storage.path=/var/lib/hypha-serve-exporter');
+
+    const WS = 'ws-user-root';
+    const SVC = `${WS}/standin`;
+    // Deployed after the first container starts, so that exporter sees it appear: never registered.
+    const APP = 'lonely';
+    const id = `${process.pid}-${Date.now()}`;
+    const volume = `hse-state-test-${id}`;
+    const controlVolume = `hse-state-test-control-${id}`;
+    const secret = `hse-state-test-token-${id}`;
+    const names = [`hse-state-test-1-${id}`, `hse-state-test-2-${id}`, `hse-state-test-control-${id}`];
+    let hypha: HyphaHandle | undefined;
+    let prometheus: PrometheusServer | undefined;
+    let rulesDir = '';
+    const providers: StandinProvider[] = [];
+    try {
+      hypha = await startHypha({});
+      providers.push(await startStandinProvider({ serverUrl: hypha.url, token: hypha.rootToken, clientId: 'standin-a', serviceIds: ['standin'] }));
+      const tokenFile = tmp.write('state-hypha-token', hypha.rootToken);
+      await run(podman, ['secret', 'create', secret, tokenFile]);
+      const [port, controlPort] = await freePorts(2);
+      // The Ray app is expected to be registered by a client that never comes: incident 1's history
+      // (missing since when, never registered) is the registration state the volume must keep.
+      const config = tmp.write('state-config.yml', [
+        'global: {interval: 1s, timeout: 2s}',
+        'ray_clusters:',
+        '  - name: local',
+        `    dashboard_url: ${ray!.dashboardUrl}`,
+        'hypha:',
+        '  name: local',
+        `  server_url: ${hypha.url}`,
+        '  bearer_token_file: /run/secrets/hypha-serve-exporter/hypha-token',
+        'hypha_registration:',
+        '  clusters:',
+        '    - cluster: local',
+        '      templates:',
+        `        - {service: "{workspace}/nobody:{app}", include: "^${APP}$"}`,
+        'watched_services:',
+        `  - service: ${SVC}`,
+        '    probe: {method: read, args: [probe-artifact]}',
+        '',
+      ].join('\n'));
+      fs.chmodSync(config, 0o644);
+      await run(podman, ['volume', 'create', volume]);
+      const runExporter = (name: string, vol: string, p: number) => run(podman, [
+        'run', '-d', '--init', '--name', name, '--pull=never', '--network', 'host', '--health-interval=disable',
+        '--read-only', '--cap-drop=ALL', '--security-opt', 'no-new-privileges',
+        '-v', `${config}:/etc/hypha-serve-exporter/config.yml:ro`,
+        '-v', `${vol}:/var/lib/hypha-serve-exporter`,
+        '--tmpfs', '/run/secrets',
+        '--secret', `${secret},target=hypha-serve-exporter/hypha-token,uid=10001,gid=10001,mode=0400`,
+        image, '--config.file=/etc/hypha-serve-exporter/config.yml', `--web.listen-address=127.0.0.1:${p}`,
+        '--storage.path=/var/lib/hypha-serve-exporter', '--log.level=debug',
+      ]);
+      const logsOf = async (name: string) => { const l = await run(podman, ['logs', name]); return l.stdout + l.stderr; };
+      const base = `http://127.0.0.1:${port}`;
+      const metrics = async (b = base) => (await get(`${b}/metrics`)).body;
+      const cachedId = (text: string) => /^hypha_serve_service_cached_info\{[^}]*holder="exporter"[^}]*\} 1$/m.exec(text)?.[0].match(/client_id="([^"]*)"/)?.[1];
+      const registrationState = (text: string) => ['missing_never_registered', 'missing_history_unknown', 'missing_other', 'registered', 'not_running']
+        .find((st) => seriesValue(text, 'hypha_serve_app_registration_state', { app: APP, state: st }) === 1);
+
+      await runExporter(names[0], volume, port);
+      await waitFor('first container /-/ready', async () => (await get(`${base}/-/ready`).catch(() => ({ status: 0 }))).status === 200, 120_000, 200);
+      await waitFor('the canary on standin-a, the Serve sample of two-step', async () => {
+        const t = await metrics();
+        return cachedId(t) === 'standin-a' && seriesValue(t, 'hypha_serve_app_status', { app: 'two-step', status: 'RUNNING' }) === 1;
+      }, 60_000, 250);
+      const [twoStep] = rayAppConfig('two-step.yaml').applications;
+      await ray!.deploy({ applications: [twoStep, { ...twoStep, name: APP, route_prefix: `/${APP}` }] });
+      await ray!.waitApp(APP, (a) => a.status === 'RUNNING', 240_000);
+      await waitFor('the new app missing, never registered', async () => registrationState(await metrics()) === 'missing_never_registered', 60_000, 250);
+
+      const rules = overriddenRuleFiles({ forDivisor: 10, minFor: '5s' });
+      rulesDir = rules.dir;
+      prometheus = await startPrometheus({
+        scrapeTargets: [{ job: 'hypha-serve-exporter', targets: [`127.0.0.1:${port}`], honorLabels: true }],
+        ruleFiles: rules.files,
+        scrapeInterval: '1s',
+        evaluationInterval: '1s',
+      });
+      await prometheus.waitForTargetsUp(60_000, 'hypha-serve-exporter');
+      const firing = async () => (await prometheus!.vector(
+        `ALERTS{alertname="HyphaServiceCachedProxyStale",alertstate="firing",service="${SVC}",holder="exporter"}`)).length > 0;
+
+      // Incident 2: the provider comes back under a new client id; the canary keeps the old one.
+      await providers.shift()!.disconnect();
+      providers.push(await startStandinProvider({ serverUrl: hypha.url, token: hypha.rootToken, clientId: 'standin-b', serviceIds: ['standin'] }));
+      const t0 = Date.now();
+      await waitFor('HyphaServiceCachedProxyStale firing', firing, 120_000, 500);
+      console.log(`container + named volume: incident-2 page firing ${Date.now() - t0} ms after the re-registration (for: 12 s)`);
+      const before = await metrics();
+      expect(cachedId(before)).toBe('standin-a');
+      const staleSince = seriesValue(before, 'hypha_serve_service_cached_stale_since_timestamp_seconds', { service: SVC, holder: 'exporter' });
+      const missingSince = seriesValue(before, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP });
+      expect(staleSince).toBeDefined();
+      expect(missingSince).toBeDefined();
+
+      // An upgrade: the container is stopped and removed, a new one starts on the same named volume.
+      const gaps: number[] = [];
+      const tStop = Date.now();
+      await run(podman, ['stop', '-t', '10', names[0]]);
+      expect((await run(podman, ['inspect', '--format', '{{.State.ExitCode}}', names[0]])).stdout.trim()).toBe('0');
+      const firstLogs = await logsOf(names[0]);
+      await run(podman, ['rm', names[0]]);
+      // The fresh named volume took the image directory's owner: uid 10001 wrote the state file there.
+      const mountpoint = (await run(podman, ['volume', 'inspect', '--format', '{{.Mountpoint}}', volume])).stdout.trim();
+      const stateFile = path.join(mountpoint, 'state.json');
+      expect(fs.statSync(mountpoint).uid).toBe(10001);
+      expect(fs.statSync(stateFile).uid).toBe(10001);
+      const saved = fs.readFileSync(stateFile, 'utf8');
+      expect(saved).toContain('standin-a');
+      expect(saved).toContain(APP);
+      expect(saved).not.toContain(hypha.rootToken);
+      expect(firstLogs).not.toContain('cannot write the state file');
+      // Down for longer than several scrape intervals (a minute-long upgrade at the shipped timers ÷ 10).
+      while (Date.now() - tStop < 8000) {
+        if (!(await firing())) gaps.push(Date.now() - tStop);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await runExporter(names[1], volume, port);
+      await waitFor('second container /-/ready', async () => (await get(`${base}/-/ready`).catch(() => ({ status: 0 }))).status === 200, 120_000, 200);
+      console.log(`container + named volume: exporter away ${Date.now() - tStop} ms (stop, rm, run)`);
+      await waitFor('the new container scraped', async () => (await prometheus!.vector('up{job="hypha-serve-exporter"} == 1')).length > 0, 60_000, 500);
+      const watchUntil = Date.now() + 15_000;
+      while (Date.now() < watchUntil) {
+        if (!(await firing())) gaps.push(Date.now() - tStop);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(gaps).toEqual([]);
+      const after = await waitFor('the witness and the history from the volume', async () => {
+        const t = await metrics();
+        return registrationState(t) !== undefined && seriesValue(t, 'hypha_serve_service_cached_stale', { service: SVC, holder: 'exporter' }) !== undefined ? t : undefined;
+      }, 30_000, 250);
+      expect(cachedId(after)).toBe('standin-a');
+      expect(seriesValue(after, 'hypha_serve_service_cached_stale', { service: SVC, holder: 'exporter' })).toBe(1);
+      expect(seriesValue(after, 'hypha_serve_service_cached_stale_since_timestamp_seconds', { service: SVC, holder: 'exporter' })).toBe(staleSince);
+      expect(registrationState(after)).toBe('missing_never_registered');
+      expect(seriesValue(after, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP })).toBe(missingSince);
+      expect(await logsOf(names[1])).toContain('continuing from the state saved before the restart');
+
+      // Control: the same image and config on an empty volume forgets both, so the volume is what kept them.
+      await run(podman, ['volume', 'create', controlVolume]);
+      await runExporter(names[2], controlVolume, controlPort);
+      const controlBase = `http://127.0.0.1:${controlPort}`;
+      await waitFor('control container /-/ready', async () => (await get(`${controlBase}/-/ready`).catch(() => ({ status: 0 }))).status === 200, 120_000, 200);
+      const control = await waitFor('the control container sampled both', async () => {
+        const t = await metrics(controlBase);
+        return cachedId(t) !== undefined && registrationState(t) !== undefined ? t : undefined;
+      }, 60_000, 250);
+      expect(cachedId(control)).toBe('standin-b');
+      expect(seriesValue(control, 'hypha_serve_service_cached_stale', { service: SVC, holder: 'exporter' })).toBe(0);
+      expect(registrationState(control)).toBe('missing_history_unknown');
+      for (const n of names.slice(1)) expect(await logsOf(n)).not.toContain(hypha.rootToken);
+    } finally {
+      for (const n of names) await tryRun(podman, ['rm', '-f', '-t', '2', n]);
+      for (const v of [volume, controlVolume]) await tryRun(podman, ['volume', 'rm', '-f', v]);
+      await tryRun(podman, ['secret', 'rm', secret]);
+      await prometheus?.stop();
+      if (rulesDir) fs.rmSync(rulesDir, { recursive: true, force: true });
+      for (const p of providers) await p.disconnect().catch(() => undefined);
+      await hypha?.stop();
     }
   });
 });

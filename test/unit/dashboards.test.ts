@@ -32,6 +32,9 @@ const CONTRACT_METRICS = [
   'hypha_serve_source_interval_seconds',
   'hypha_serve_hypha_reconnects_total',
   'hypha_serve_hypha_connection_generation',
+  // issue 19: the Hypha server's id and whether it came back under another one.
+  'hypha_serve_hypha_server_info',
+  'hypha_serve_hypha_server_id_changed',
   'hypha_serve_app_status',
   'hypha_serve_app_info',
   'hypha_serve_app_deployed_timestamp_seconds',

@@ -2,7 +2,7 @@ import { FlagError, parseFlags, parseListenAddress, usage } from '../../src/cli/
 
 describe('flags', () => {
   it('defaults', () => {
-    expect(parseFlags([])).toEqual({ configFile: 'hypha-serve-exporter.yml', listenAddress: ':9731', logLevel: 'info', help: false, version: false });
+    expect(parseFlags([])).toEqual({ configFile: 'hypha-serve-exporter.yml', listenAddress: ':9731', logLevel: 'info', help: false, version: false, configCheck: false });
   });
   it('accepts --name=value and --name value', () => {
     const f = parseFlags(['--config.file=a.yml', '--web.listen-address', '127.0.0.1:1234', '--log.level=debug', '--version']);

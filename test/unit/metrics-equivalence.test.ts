@@ -52,6 +52,7 @@ async function legacyRender(s: Snapshot): Promise<string> {
   const appInfo = g(r, 'hypha_serve_app_info', [...APP, 'route_prefix', 'source']);
   const appDeployed = g(r, 'hypha_serve_app_deployed_timestamp_seconds', APP);
   const appMessage = g(r, 'hypha_serve_app_message_present', APP);
+  const appBioengine = g(r, 'hypha_serve_app_bioengine_proxy', APP);
   const depStatus = g(r, 'hypha_serve_deployment_status', [...DEP, 'status']);
   const depReplicas = g(r, 'hypha_serve_deployment_replicas', [...DEP, 'state']);
   const depTarget = g(r, 'hypha_serve_deployment_target_replicas', DEP);
@@ -75,6 +76,7 @@ async function legacyRender(s: Snapshot): Promise<string> {
       appInfo.set({ ...a, route_prefix: app.routePrefix ?? '', source: app.source ?? '' }, 1);
       if (app.lastDeployedSeconds !== undefined) appDeployed.set(a, app.lastDeployedSeconds);
       appMessage.set(a, app.messagePresent ? 1 : 0);
+      appBioengine.set(a, app.deployments.some((d) => d.name === 'ProxyDeployment') ? 1 : 0);
       for (const d of app.deployments) {
         const dl = { ...a, deployment: d.name };
         stateSet(depStatus, dl, 'status', DEPLOYMENT_STATUSES, d.status);
@@ -97,6 +99,9 @@ async function legacyRender(s: Snapshot): Promise<string> {
   const reconnects = c(r, 'hypha_serve_hypha_reconnects_total', ['target']);
   const generation = g(r, 'hypha_serve_hypha_connection_generation', ['target']);
   const hyphaMalformed = c(r, 'hypha_serve_hypha_malformed_entries_total', ['target']);
+  const serverInfo = g(r, 'hypha_serve_hypha_server_info', ['target', 'server_id']);
+  const serverIdChanged = g(r, 'hypha_serve_hypha_server_id_changed', ['target']);
+  const stuck = g(r, 'hypha_serve_app_registration_stuck', REG);
   const registered = g(r, 'hypha_serve_app_registered', REG);
   const expected = g(r, 'hypha_serve_app_expected_service_info', [...REG, 'workspace', 'service']);
   const regState = g(r, 'hypha_serve_app_registration_state', [...REG, 'state']);
@@ -111,6 +116,8 @@ async function legacyRender(s: Snapshot): Promise<string> {
     reconnects.inc({ target: h.target }, h.reconnectsTotal);
     if (h.generation > 0) generation.set({ target: h.target }, h.generation);
     hyphaMalformed.inc({ target: h.target }, h.malformedTotal);
+    if (h.health.up && h.serverId !== undefined) serverInfo.set({ target: h.target, server_id: h.serverId }, 1);
+    if (h.health.up && h.serverIdChanged !== undefined) serverIdChanged.set({ target: h.target }, h.serverIdChanged ? 1 : 0);
   }
   for (const a of s.registration?.apps ?? []) {
     const hypha = a.hypha;
@@ -122,6 +129,7 @@ async function legacyRender(s: Snapshot): Promise<string> {
     registered.set(l, a.registered ? 1 : 0);
     stateSet(regState, l, 'state', REGISTRATION_STATES, a.state);
     mismatch.set(l, a.clientIdMismatch ? 1 : 0);
+    stuck.set(l, a.stuck === true ? 1 : 0);
     if (isMissing(a.state) && a.unregisteredSinceSeconds !== undefined) since.set(l, a.unregisteredSinceSeconds);
   }
   for (const w of s.registration?.workers ?? []) {

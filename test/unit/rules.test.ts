@@ -151,7 +151,9 @@ describe('the mixin generator', () => {
           exporter_selector: 'job="hse",namespace="monitoring"',
           runbook_url_template: 'https://wiki.example.org/runbooks/%s',
           bridge: '10m',
-          alerts: { HyphaServeAppRunningNotRegistered: { for: '10m', keep_firing_for: '2m' }, HyphaServiceProbeFailing: { severity: 'critical' } },
+          // The incident-1 wait is per cause (issue 19): an uncertain cause waits cause_waits.uncertain plus for:.
+          alerts: { HyphaServeAppRunningNotRegistered: { for: '1m', keep_firing_for: '2m' }, HyphaServiceProbeFailing: { severity: 'critical' } },
+          cause_waits: { HyphaServeAppRunningNotRegistered: { uncertain: '9m' } },
         }),
       );
       const out = path.join(dir, 'out');
@@ -167,7 +169,8 @@ describe('the mixin generator', () => {
       const doc = parse(fs.readFileSync(path.join(out, 'alerts.yml'), 'utf8')) as { groups: { rules: Record<string, unknown>[] }[] };
       const byName = new Map(doc.groups.flatMap((g) => g.rules).map((r) => [r.alert as string, r]));
       const reg = byName.get('HyphaServeAppRunningNotRegistered') as Record<string, unknown> & { annotations: Record<string, string> };
-      expect(reg.for).toBe('10m');
+      expect(reg.for).toBe('1m');
+      expect(String(reg.expr)).toContain('[9m:]');
       expect(reg.keep_firing_for).toBe('2m');
       expect(String(reg.expr)).toContain('[10m]');
       expect(reg.annotations.runbook_url).toBe('https://wiki.example.org/runbooks/hyphaserveapprunningnotregistered');
@@ -213,9 +216,11 @@ describe('the mixin generator', () => {
     const c = scaleDurations(CONFIG, 10, '5s');
     expect(c.bridge).toBe('30s');
     expect(c.probe_window).toBe('18s');
-    expect(c.alerts.HyphaServeAppRunningNotRegistered.for).toBe('30s');
+    // A for: of 0s (the per-cause alerts) stays 0s; their waits are scaled like every duration.
+    expect(c.alerts.HyphaServeAppRunningNotRegistered.for).toBe('0s');
+    expect(c.cause_waits.HyphaServeAppRunningNotRegistered).toEqual({ proven: '0s', uncertain: '30s' });
     expect(c.alerts.HyphaServeSourceStale.for).toBe('12s');
-    expect(scaleDurations(CONFIG, 1000, '5s').alerts.HyphaServiceCachedProxyStale.for).toBe('5s');
+    expect(scaleDurations(CONFIG, 1000, '5s').cause_waits.HyphaServiceCachedProxyStale.uncertain).toBe('5s');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hse-scaled-'));
     try {
       const pack = renderPack(c);
@@ -652,12 +657,52 @@ describe('mutations: the tests can fail', () => {
       failingTest: 'two exporter replicas reporting the same fact page once, through a restart of either',
     },
     {
-      what: 'shorten the registration grace to 1m',
+      what: 'shorten the registration grace (the uncertain cause wait) to 1m',
       file: 'alerts.yml',
-      from: /(alert: HyphaServeAppRunningNotRegistered\n(?:.*\n)*?\s+)for: 5m/,
-      to: '$1for: 1m',
+      from: /\[5m:\]\) == 1(\n[^\n]+\n[^\n]+)offset 5m/,
+      to: '[1m:]) == 1$1offset 1m',
       testFile: 'registration.test.yml',
       failingTest: 'registration flaps shorter than the grace do not page',
+    },
+    {
+      what: 'issue 19: page a missing state at once without the exporter\'s proof (registration_stuck)',
+      file: 'alerts.yml',
+      from: `hypha_serve_app_registration_stuck{${S}}`,
+      to: `hypha_serve_app_registration_state{${S}, state=~"missing_.*"}`,
+      testFile: 'registration.test.yml',
+      failingTest: 'per-cause wait - a deploy whose replicas start within the registration cycle (stuck 0) waits the full wait and does not page',
+    },
+    {
+      what: 'issue 19: no latch, a page fired on the proof resolves when the cause changes',
+      file: 'alerts.yml',
+      from: /\n\s+or on \(job, ray_cluster, app, hypha\)\n\s+ALERTS\{alertname="HyphaServeAppRunningNotRegistered", alertstate="firing"\}/,
+      to: '',
+      testFile: 'registration.test.yml',
+      failingTest: 'per-cause wait - a page fired on the proof stays through a cause change and a gap, and resolves at the fix',
+    },
+    {
+      what: 'issue 19: the uncertain wait without "already 1 at the window start" (a series that just appeared has held)',
+      file: 'alerts.yml',
+      from: /\n\s+and on \(job, ray_cluster, app, hypha\)\n\s+max without \(instance\) \(last_over_time\(ray_cluster_app:hypha_serve_app_running_not_registered:bool\[5m\] offset 5m\)\) == 1/,
+      to: '',
+      testFile: 'registration.test.yml',
+      failingTest: 'defect 8 - Ray failing one sample in three still pages on time',
+    },
+    {
+      what: 'issue 19: page any stale id at once, without the proof that its server id was replaced',
+      file: 'alerts.yml',
+      from: `hypha_serve_service_cached_server_gone{${S}}`,
+      to: `hypha_serve_service_cached_stale{${S}}`,
+      testFile: 'services.test.yml',
+      failingTest: 'per-cause wait - a stale minute without the proof (fixed server id, instance back) does not page',
+    },
+    {
+      what: 'issue 19: the server-id warning fires on any comeback, under the same id too',
+      file: 'alerts.yml',
+      from: `label_replace(hypha_serve_hypha_server_id_changed{${S}}, `,
+      to: `label_replace(hypha_serve_hypha_server_id_changed{${S}} * 0 + 1, `,
+      testFile: 'services.test.yml',
+      failingTest: 'server id unstable - restart with a fixed server id and a Hypha outage - no warning',
     },
     {
       what: 'define stale as "cached differs from the fresh resolution"',
@@ -682,6 +727,30 @@ describe('mutations: the tests can fail', () => {
       to: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) >= 0`,
       testFile: 'services.test.yml',
       failingTest: 'artifact manager gone while Hypha is up - both probe paths fail - warning',
+    },
+    {
+      what: 'issue 19: the worker page keyed by the worker client id again (a restart splits and restarts it)',
+      file: 'alerts.yml',
+      from: /max without \(instance\) \(ray_cluster_app:hypha_serve_worker_app_running_not_registered:bool\)\n(\s+)or\n(\s+)max without \(instance\) \(last_over_time\(ray_cluster_app:hypha_serve_worker_app_running_not_registered:bool\[5m\]\)\)/,
+      to: 'max without (instance) (ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool)\n$1or\n$2max without (instance) (last_over_time(ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool[5m]))',
+      testFile: 'worker.test.yml',
+      failingTest: 'worker restart - the client id changes while the condition holds - one continuous page, the new id in the text',
+    },
+    {
+      what: 'issue 19: a departed worker\'s page held by the bridge through the real fix (no registry-side 0 while no worker answers)',
+      file: 'recording.yml',
+      from: /\n\s+or\n\s+\(\n\s+\(ray_cluster_app:hypha_serve_app_not_registered:bool == 0\)\n[^\n]*\n[^\n]*\n\s+\)/,
+      to: '',
+      testFile: 'worker.test.yml',
+      failingTest: 'worker departed without a successor - its facts end at once, and a real fix resolves the page at the next evaluation although no worker answers',
+    },
+    {
+      what: 'issue 19: the zero-replica warning without the BioEngine-proxy registrant (plain Serve apps warned)',
+      file: 'recording.yml',
+      from: /\n\s+\* on \(job, instance, ray_cluster, app\)\n\s+hypha_serve_app_bioengine_proxy\{[^}]*\}/,
+      to: '',
+      testFile: 'deregister-at-zero.test.yml',
+      failingTest: 'plain Serve app at min_replicas 0 whose registrant is unknown (no ProxyDeployment) - no warning',
     },
     {
       what: 'drop the worker_up guard of the worker view',

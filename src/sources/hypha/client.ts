@@ -1,11 +1,20 @@
+import crypto from 'node:crypto';
+import { Secret } from '../../util/secret';
 import { connect, HyphaConnection, HyphaConnectOptions, HyphaLogger, silentLogger } from './connection';
-import { conciseMessage, HyphaError, toHyphaError } from './errors';
+import { conciseMessage, HyphaError, isSignatureFailure, toHyphaError } from './errors';
 import type { HyphaEvent, HyphaEventType } from './types';
 
 // Tests and the bench import these from here.
 export { connect, HyphaConnection } from './connection';
 export type { HyphaConnectOptions } from './connection';
 export { ensureWebSocketGlobal } from './shim';
+
+/** Appended to the refusal in logs and last_error; the status page adds the full hint (REASON_HINTS). */
+const AUTH_SECRET_CHANGED_TEXT = 'a token this server accepted before: Hypha likely restarted with a new JWT secret; BioEngine proxy tokens are invalid too';
+
+function digest(token: Secret): string {
+  return crypto.createHash('sha256').update(token.reveal()).digest('hex');
+}
 
 type HyphaClientState = 'idle' | 'connecting' | 'up' | 'down' | 'stopped';
 
@@ -23,6 +32,8 @@ export interface HyphaClientListener {
   /** The current generation went away (it will be rebuilt unless stopped). */
   disconnected?(reason: string, generation: number): void;
   event?(e: HyphaEvent): void;
+  /** A connection attempt failed (the client retries on its own). */
+  connectFailed?(err: HyphaError): void;
 }
 
 /**
@@ -39,6 +50,8 @@ export class HyphaClient {
   /** malformedTotal of the connections before #conn (their counts no longer move). */
   #malformedBefore = 0;
   #lastError: HyphaError | undefined;
+  /** Digests of tokens this server accepted (never the tokens): a later signature failure of one means a new JWT secret. */
+  readonly #accepted = new Set<string>();
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   readonly #listeners = new Set<HyphaClientListener>();
@@ -93,8 +106,12 @@ export class HyphaClient {
     this.#ensureLoop();
   }
 
-  /** Resolves with the live connection once up; rejects with the last error after timeoutMs. */
-  async waitUntilUp(timeoutMs: number): Promise<HyphaConnection> {
+  /**
+   * Resolves with the live connection once up; rejects with the last error after timeoutMs.
+   * `untilAttemptFails`: also rejects as soon as an attempt fails (a source's first cycle waits for
+   * the first attempt's outcome, not for the retries after it).
+   */
+  async waitUntilUp(timeoutMs: number, opts: { untilAttemptFails?: boolean } = {}): Promise<HyphaConnection> {
     const c = this.connection;
     if (c) return c;
     return new Promise<HyphaConnection>((resolve, reject) => {
@@ -107,6 +124,12 @@ export class HyphaClient {
           clearTimeout(timer);
           off();
           resolve(conn);
+        },
+        connectFailed: (err) => {
+          if (!opts.untilAttemptFails) return;
+          clearTimeout(timer);
+          off();
+          reject(err);
         },
       });
     });
@@ -162,8 +185,13 @@ export class HyphaClient {
       if (this.#conn?.open) return;
       if (this.#state !== 'connecting') this.#state = this.#connects === 0 ? 'connecting' : 'down';
       attempt++;
+      // The token is read at every connect (a rotated file is used from the next connection);
+      // after a refusal it is read even when the file seems unchanged.
+      const configured = this.opts.token;
+      configured?.refresh({ force: this.#lastError?.kind === 'auth' || this.#lastError?.kind === 'auth_secret_changed' });
+      const token = configured ? new Secret(configured.reveal()) : undefined;
       try {
-        const conn = await connect({ ...this.opts, generation: this.#generation + 1 });
+        const conn = await connect({ ...this.opts, token, generation: this.#generation + 1 });
         if (this.#isStopped()) {
           await conn.disconnect('client stopped');
           return;
@@ -176,12 +204,14 @@ export class HyphaClient {
             throw e;
           }
         }
+        if (token) this.#accepted.add(digest(token));
         this.#adopt(conn);
         return;
       } catch (e) {
-        const err = toHyphaError(e, 'connect', [this.opts.token]);
+        const err = this.#explain(toHyphaError(e, 'connect', [configured, token]), token);
         this.#lastError = err;
         if (!this.#isStopped()) this.#state = 'down';
+        this.#emit((l) => l.connectFailed?.(err));
         // One line per distinct failure, not one per retry.
         if (err.message !== lastLogged) {
           lastLogged = err.message;
@@ -199,6 +229,16 @@ export class HyphaClient {
         this.#wake = undefined;
       }
     }
+  }
+
+  /**
+   * A token this server accepted before and whose signature it now refuses: the JWT secret changed,
+   * which Hypha does at every start unless HYPHA_JWT_SECRET or JWT_SECRET is set (hypha/core/auth.py).
+   * Every token the old process issued is then invalid, not only this one.
+   */
+  #explain(err: HyphaError, token: Secret | undefined): HyphaError {
+    if (err.kind !== 'auth' || !token || !this.#accepted.has(digest(token)) || !isSignatureFailure(err.message)) return err;
+    return new HyphaError('auth_secret_changed', err.op, `${err.message} (${AUTH_SECRET_CHANGED_TEXT})`);
   }
 
   #adopt(conn: HyphaConnection): void {

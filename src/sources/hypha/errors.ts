@@ -11,6 +11,7 @@ export type HyphaErrorKind =
   | 'timeout' // our own deadline, or hypha-rpc's "Method call timed out"
   | 'connect' // no websocket / handshake to the server
   | 'auth' // token rejected, workspace mismatch or not accessible, permission denied
+  | 'auth_secret_changed' // a token this server accepted before now fails its signature check (set by HyphaClient, never by classify)
   | 'not_found' // "Service not found", target peer/client not connected
   | 'never_sent' // failed to send: the connection is closed or reconnecting
   | 'connection_lost' // the connection went away while the call was in flight (it may have run)
@@ -35,6 +36,7 @@ export function sampleReason(kind: HyphaErrorKind): SampleErrorReason {
     case 'timeout': return 'timeout';
     case 'connect': return 'connect';
     case 'auth': return 'auth';
+    case 'auth_secret_changed': return 'auth_secret_changed';
     case 'schema': return 'schema';
     default: return 'rpc';
   }
@@ -83,4 +85,12 @@ export function classify(e: unknown): HyphaErrorKind {
 export function toHyphaError(e: unknown, op: string, secrets: readonly (Secret | undefined)[] = []): HyphaError {
   if (e instanceof HyphaError) return e;
   return new HyphaError(classify(e), op, `${op}: ${conciseMessage(e, secrets)}`);
+}
+
+/**
+ * A refusal that says the token's signature does not verify (python-jose's JWTError text, which
+ * hypha/core/auth.py `valid_token` passes on), as opposed to an expired token or a denied workspace.
+ */
+export function isSignatureFailure(message: string): boolean {
+  return /Signature verification failed/i.test(message);
 }

@@ -7,6 +7,7 @@ import type { WorkerSample } from '../../snapshot/registration';
 import type { SnapshotStore } from '../../snapshot/store';
 import { errorMessage } from '../../util/errors';
 import { HealthBook } from '../health-book';
+import { ServerIdWatch } from './server-id';
 import { Poller, Source } from '../poller';
 import { HyphaClient, HyphaConnection } from './client';
 import { HyphaError, sampleReason, toHyphaError } from './errors';
@@ -54,6 +55,7 @@ export class HyphaSource implements Source {
   #stopped = false;
   /** Counts of a predecessor this source replaced (a reload): the counters continue. */
   #inherited = { reconnects: 0, malformed: 0 };
+  readonly #serverIds: ServerIdWatch;
 
   constructor(
     private readonly opts: HyphaSourceOptions,
@@ -64,8 +66,9 @@ export class HyphaSource implements Source {
     const previous = store.get().hypha?.get(opts.server.name);
     this.#health = new HealthBook({
       kind: HYPHA_SOURCE_KIND, target: opts.server.name, intervalSeconds: opts.registration.intervalMs / 1000, previous: previous?.health,
-      log, label: 'hypha', fields: { hypha: opts.server.name },
+      log, label: 'hypha', fields: { hypha: opts.server.name }, credential: opts.server.token,
     });
+    this.#serverIds = new ServerIdWatch(previous?.serverIds);
     if (previous) {
       this.#workers = previous.workers;
       this.#inherited = { reconnects: previous.reconnectsTotal, malformed: previous.malformedTotal };
@@ -128,6 +131,12 @@ export class HyphaSource implements Source {
 
   #onConnected(conn: HyphaConnection): void {
     this.#conn = conn;
+    // Any connection after the first is a comeback (a restarted server, or a dropped socket).
+    const change = this.#serverIds.seen(conn.info.serverId, conn.generation > 1);
+    if (change) {
+      this.log.warn({ hypha: this.target, from: change.from, to: change.to },
+        'hypha server came back under another server id: proxies cached to its built-in services (artifact manager) are stranded; give it a fixed --server-id / HYPHA_SERVER_ID');
+    }
     this.#registry.invalidate();
     this.#listedSeconds = 0;
     // List at once rather than at the next tick: recovery time is one listing, not one interval.
@@ -161,8 +170,8 @@ export class HyphaSource implements Source {
     const started = performance.now();
     let conn = this.#client.connection;
     if (!conn && this.#client.lastError === undefined) {
-      // The first connection is still being made: that is startup, not an error to count.
-      conn = await this.#client.waitUntilUp(this.#connectTimeoutMs).catch(() => undefined);
+      // The first connection is still being made: wait for its outcome (until then the source is unknown, not down).
+      conn = await this.#client.waitUntilUp(this.#connectTimeoutMs, { untilAttemptFails: true }).catch(() => undefined);
     }
     if (!conn) {
       // Not connected: the client is retrying on its own; report why.
@@ -277,6 +286,9 @@ export class HyphaSource implements Source {
       generation: this.#client.generation,
       workspace: conn?.workspace,
       serverId: conn?.info.serverId,
+      serverIdChanged: this.#serverIds.facts.changed,
+      previousServerId: this.#serverIds.facts.previous,
+      serverIds: this.#serverIds.facts,
       hyphaVersion: conn?.info.hyphaVersion,
       listedSeconds: listed ? this.#listedSeconds : 0,
       connectionsListed: this.#connectionsListed,

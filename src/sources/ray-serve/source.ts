@@ -21,6 +21,8 @@ export class RayServeSource implements Source {
   #appsDroppedTotal = 0;
   #malformedTotal = 0;
   #stopped = false;
+  /** The last request was refused (401/403): read the token file again before the next, even if it looks unchanged. */
+  #refused = false;
   /** What a predecessor (replaced by a reload) last published: served until this source's first sample. */
   readonly #inherited: RayClusterSample | undefined;
 
@@ -32,7 +34,7 @@ export class RayServeSource implements Source {
     this.#inherited = store.get().ray.get(cfg.name);
     this.#book = new HealthBook({
       kind: 'ray', target: cfg.name, intervalSeconds: cfg.intervalMs / 1000, previous: this.#inherited?.health,
-      log, label: 'ray', fields: { cluster: cfg.name },
+      log, label: 'ray', fields: { cluster: cfg.name }, credential: cfg.token,
     });
     this.#appsDroppedTotal = this.#inherited?.appsDroppedTotal ?? 0;
     this.#malformedTotal = this.#inherited?.malformedTotal ?? 0;
@@ -72,10 +74,15 @@ export class RayServeSource implements Source {
     const url = `${this.cfg.dashboardUrl}/api/serve/applications/`;
     // Ray 2.40's dashboard answers 500 to a request without a User-Agent.
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
-    if (this.cfg.token) headers.authorization = `Bearer ${this.cfg.token.reveal()}`;
+    if (this.cfg.token) {
+      if (this.#refused) this.cfg.token.refresh({ force: true });
+      // reveal() re-reads a token file that changed since the last request.
+      headers.authorization = `Bearer ${this.cfg.token.reveal()}`;
+    }
     try {
       const res = await httpGet(url, { timeoutMs: this.cfg.timeoutMs, maxBytes: this.cfg.maxResponseBytes, headers });
-      if (res.status === 401 || res.status === 403) throw new ReasonedError<SampleErrorReason>('auth', `HTTP ${res.status} from the Serve API`);
+      this.#refused = res.status === 401 || res.status === 403;
+      if (this.#refused) throw new ReasonedError<SampleErrorReason>('auth', `HTTP ${res.status} from the Serve API`);
       if (res.status !== 200) {
         throw new ReasonedError<SampleErrorReason>('http_status', `HTTP ${res.status} from the Serve API: ${res.body.slice(0, 200)}`);
       }

@@ -7,6 +7,7 @@ import { errorMessage } from '../../util/errors';
 import { HealthBook } from '../health-book';
 import { HyphaClient, HyphaConnectOptions, HyphaConnection } from '../hypha/client';
 import { HyphaError, sampleReason, toHyphaError } from '../hypha/errors';
+import { ServerIdWatch } from '../hypha/server-id';
 import { Poller, Source } from '../poller';
 import { readHeldClientId } from './holder-field';
 import { outcomeOf } from './outcome';
@@ -50,6 +51,8 @@ export class WatchedServiceSource implements Source {
   /** Start of the current up spell: probe results from before an outage are not republished. */
   #upSinceSeconds = 0;
   #lastResolved: { clientId?: string; error?: string } = {};
+  /** The server ids this connection saw: a stale id that is one the server replaced never returns. */
+  readonly #serverIds: ServerIdWatch;
 
   constructor(
     private readonly cfg: WatchedServiceConfig,
@@ -63,12 +66,13 @@ export class WatchedServiceSource implements Source {
     this.#continued = prev !== undefined;
     this.#book = new HealthBook({
       kind: SERVICE_SOURCE_KIND, target: cfg.service, intervalSeconds: cfg.intervalMs / 1000, previous: prev?.health,
-      log, label: 'watched-service', fields: { service: cfg.service, hypha: conn.name },
+      log, label: 'watched-service', fields: { service: cfg.service, hypha: conn.name }, credential: conn.options.token,
     });
     if (prev?.health.up) {
       for (const p of Object.values(prev.lastProbes)) this.#lastOutcome[p.via] = p.outcome;
       this.#lastResolved = { clientId: prev.resolvedClientId, error: prev.resolveError };
     }
+    this.#serverIds = new ServerIdWatch(prev?.serverIds);
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
     this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, prev, store.get().restored?.witnesses.get(cfg.service));
     this.#client = new HyphaClient({
@@ -78,6 +82,9 @@ export class WatchedServiceSource implements Source {
       logger: log,
     });
     this.#poller = new Poller(cfg.intervalMs, () => this.#sample(), (e) => this.log.error({ err: errorMessage(e) }, 'watched-service sampler bug'));
+    // A comeback is sampled at once, not at the next tick: a server back under another id strands the
+    // canary now, and the page that proves it (cached_server_gone) should not wait one more interval.
+    this.#client.on({ connected: (c) => { if (c.generation > 1 && !this.#stopped) void this.#poller.runFresh(); } });
   }
 
   get target(): string {
@@ -119,7 +126,10 @@ export class WatchedServiceSource implements Source {
     let conn: HyphaConnection;
     let providers: string[];
     try {
-      conn = this.#client.connection ?? (await this.#client.waitUntilUp(timeoutMs));
+      // The first cycle waits for the first attempt's outcome: until then the source is unknown, not down.
+      const first = this.#client.generation === 0 && this.#client.lastError === undefined;
+      conn = this.#client.connection
+        ?? (await this.#client.waitUntilUp(first ? Math.max(timeoutMs, 5000) + 1000 : timeoutMs, { untilAttemptFails: first }));
     } catch (e) {
       // Still in the very first connection attempt: starting up is not an error.
       if (this.#client.generation === 0 && this.#client.lastError === undefined && this.#client.state === 'connecting') {
@@ -129,6 +139,8 @@ export class WatchedServiceSource implements Source {
       this.#fail(e, started);
       return;
     }
+    const idChange = this.#serverIds.seen(conn.info.serverId, conn.generation > 1);
+    if (idChange) this.log.info({ service: this.cfg.service, from: idChange.from, to: idChange.to }, 'the Hypha server came back under another server id');
     try {
       const list = await conn.listServices({ workspace: this.cfg.workspace, serviceId: this.cfg.serviceId }, { timeoutMs });
       providers = list.filter((s) => s.workspace === this.cfg.workspace && s.serviceId === this.cfg.serviceId).map((s) => s.clientId);
@@ -342,7 +354,7 @@ export class WatchedServiceSource implements Source {
       providers: up ? st.providers : undefined,
       resolvedClientId: up ? this.#lastResolved.clientId : undefined,
       resolveError: up ? this.#lastResolved.error : undefined,
-      cached: up ? st.cached : [],
+      cached: up ? st.cached.map((c) => (c.stale === undefined || c.clientId === undefined ? c : { ...c, serverGone: c.stale && this.#serverIds.replacedServer(c.clientId) })) : [],
       clientIdChangesTotal: st.changesTotal,
       lastChangeSeconds: st.lastChangeSeconds,
       canaryReresolvesTotal: st.reresolvesTotal,
@@ -354,6 +366,7 @@ export class WatchedServiceSource implements Source {
       witnessMaxSeconds: this.cfg.canary.witnessMaxMs === undefined ? undefined : this.cfg.canary.witnessMaxMs / 1000,
       witnessReleasesTotal: st.releasesTotal,
       holderProbes: st.holderProbes,
+      serverIds: this.#serverIds.facts,
     };
     this.store.setService(this.cfg.service, sample);
   }

@@ -261,10 +261,13 @@ export function statusPageClient(win: Window): void {
       const errs = Object.entries(x.errors).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ');
       const errCell = td('Last error');
       if (x.last_error) addTo(errCell, el('div', 'mono', x.last_error));
+      if (x.hint) addTo(errCell, el('div', 'why', x.hint));
       if (x.last_error_at !== undefined) addTo(errCell, timeEl(x.last_error_at));
       if (!x.last_error) addTo(errCell, el('span', 'muted', 'none'));
-      return row(x.up ? 'ok' : 'critical', [x.source, x.target, x.up ? 'up' : 'down', x.last_error],
-        td('Source', x.source), td('Target', x.target), td('State', badge(x.up ? 'up' : 'down', x.up ? 'ok' : 'critical')),
+      if (x.credential?.problem) addTo(errCell, el('div', 'why', `token file ${x.credential.file}: ${x.credential.problem} (the last token read is kept)`));
+      const state = x.up ? 'up' : x.pending ? 'starting' : 'down';
+      return row(x.up ? 'ok' : x.pending ? 'unknown' : 'critical', [x.source, x.target, state, x.last_error, x.hint],
+        td('Source', x.source), td('Target', x.target), td('State', badge(state, x.up ? 'ok' : x.pending ? 'unknown' : 'critical')),
         td('Last success (age)', timeEl(x.last_success_at)), td('Duration', fmtDuration(x.last_duration_seconds)), errCell,
         td('Errors', x.errors_total === 0 ? '0' : `${x.errors_total} (${errs})`));
     });

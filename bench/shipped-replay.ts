@@ -1,0 +1,102 @@
+// Time to page at the SHIPPED defaults (issue 19): the real stack (Hypha with its artifact manager,
+// Ray Serve with BioEngine-shaped apps, the exporter, Prometheus 2.42 and 3.x, Alertmanager with the
+// example routing, a webhook receiver), the shipped rules unchanged (no ÷10 override), exporter
+// sampling, scrape and evaluation every 15 s, the example route's group_wait. Incidents 1a, 1b and 2
+// are real faults; each fault time is observed on the upstream itself (Hypha's registry, Ray's
+// Serve API, the Hypha restart), not on the exporter, so the figure is fault → webhook.
+// Run: `npm run bench:time-to-page:real` (several minutes; results into BENCHMARKS.md).
+import { startStack, Stack } from '../test/harness/stack';
+import { waitFor } from '../test/harness/proc';
+import { prometheusVersions } from '../test/harness/prometheus-versions';
+import { AlertPath, pagesSince, stackAlertPath, startAlertPath, waitForPage } from '../test/helpers/e2e';
+import { BIOENGINE_PREFIX, bioengineApp, bioengineServiceIds } from '../test/helpers/bioengine-apps';
+
+const SHIPPED = { sampleInterval: '15s', sampleTimeout: '5s', scrapeInterval: '15s', evaluationInterval: '15s' } as const;
+const WS = 'ws-user-root';
+const POLL_MS = 250;
+
+export interface ShippedResult {
+  scenario: string;
+  alert: string;
+  prometheus: string;
+  /** Fault observed on the upstream → firing notification at the webhook. */
+  ms: number;
+  cause?: string;
+}
+
+/** Polls `probe` until it is true; returns when it first was (the fault time, within POLL_MS). */
+async function observed(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<number> {
+  await waitFor(what, probe, timeoutMs, POLL_MS);
+  return Date.now();
+}
+
+export async function shippedTimeToPage(log: (m: string) => void = (m) => process.stdout.write(`${m}\n`)): Promise<ShippedResult[]> {
+  const stack: Stack = await startStack({
+    forDivisor: 1,
+    ...SHIPPED,
+    hyphaServerId: 'bench-fixed',
+    exporterExtraConfig: `hypha_registration:\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
+    log,
+  });
+  const paths: AlertPath[] = [stackAlertPath(stack)];
+  const results: ShippedResult[] = [];
+  try {
+    for (const v of prometheusVersions()) {
+      if (v.prometheus === stack.prometheus.binary) continue;
+      paths.push(await startAlertPath(stack, v, { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval }));
+    }
+    log(`[bench] shipped rules on Prometheus ${paths.map((p) => p.label).join(' and ')}`);
+    const registered = async (app: string) => {
+      const id = bioengineServiceIds(WS, BIOENGINE_PREFIX, app).ws.split('/')[1];
+      const r = await fetch(`${stack.hypha.url}/${WS}/services/${id}`, { headers: { Authorization: `Bearer ${stack.hypha.rootToken}` } });
+      return r.status === 200;
+    };
+    const running = async (app: string) => {
+      const r = await fetch(`${stack.ray.dashboardUrl}/api/serve/applications/`);
+      const j = (await r.json()) as { applications?: Record<string, { status?: string }> };
+      return j.applications?.[app]?.status === 'RUNNING';
+    };
+    const app = (name: string, behaviour: 'upstream' | 'fixed', initialReplicas: number | null) =>
+      bioengineApp({ name, behaviour, hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas, rtc: false });
+
+    // 1a: one replica at start, the 0.16.1 proxy registers, the Model idles to zero after its
+    // downscale delay and the proxy deregisters. 1b: deployed cold (no replica ever), never
+    // registered. Look-alike: the same cold app with a proxy that keeps it registered.
+    const t0 = Date.now();
+    await stack.ray.deploy({ applications: [app('be-idle', 'upstream', 1), app('be-cold', 'upstream', null), app('be-fixed0', 'fixed', null)] });
+    const fault1b = await observed('be-cold RUNNING in Ray', () => running('be-cold'), 300_000);
+    await waitFor('be-idle registered', () => registered('be-idle'), 300_000, POLL_MS);
+    const fault1a = await observed('be-idle deregistered at zero', async () => !(await registered('be-idle')), 300_000);
+    log(`[bench] 1b fault (RUNNING) at +${((fault1b - t0) / 1000).toFixed(1)} s, 1a fault (deregistered) at +${((fault1a - t0) / 1000).toFixed(1)} s`);
+    for (const p of paths) {
+      const a = await waitForPage(p, 'HyphaServeAppRunningNotRegistered', fault1a, 600_000, { app: 'be-idle' }, '/pager');
+      results.push({ scenario: 'incident 1a', alert: 'HyphaServeAppRunningNotRegistered', prometheus: p.label, ms: a.ms, cause: a.annotations.cause });
+      const b = await waitForPage(p, 'HyphaServeAppRunningNotRegistered', fault1b, 600_000, { app: 'be-cold' }, '/pager');
+      results.push({ scenario: 'incident 1b', alert: 'HyphaServeAppRunningNotRegistered', prometheus: p.label, ms: b.ms, cause: b.annotations.cause });
+      log(`[bench] ${p.label}: 1a ${(a.ms / 1000).toFixed(1)} s (${a.annotations.cause}), 1b ${(b.ms / 1000).toFixed(1)} s (${b.annotations.cause})`);
+      const benign = pagesSince(p, 'HyphaServeAppRunningNotRegistered', t0, { app: 'be-fixed0' });
+      if (benign !== 0) throw new Error(`${p.label}: the registered app at zero (be-fixed0) paged`);
+    }
+
+    // 2: the artifact manager's client id is the server id; Hypha comes back under a random one.
+    await waitFor('artifact manager watched', async () => (await stack.prometheus.vector('hypha_serve_service_providers{service="public/artifact-manager"} == 1')).length === 1, 120_000, 1000);
+    const restartAt = Date.now();
+    await stack.hypha.restart({ serverId: undefined });
+    const fault2 = Date.now();
+    log(`[bench] Hypha back under a new server id ${((fault2 - restartAt) / 1000).toFixed(1)} s after the restart began`);
+    for (const p of paths) {
+      const s = await waitForPage(p, 'HyphaServiceCachedProxyStale', fault2, 600_000, { service: 'public/artifact-manager', holder: 'exporter' }, '/pager');
+      results.push({ scenario: 'incident 2', alert: 'HyphaServiceCachedProxyStale', prometheus: p.label, ms: s.ms });
+      results.push({ scenario: 'incident 2 (from the restart)', alert: 'HyphaServiceCachedProxyStale', prometheus: p.label, ms: s.ms + (fault2 - restartAt) });
+      log(`[bench] ${p.label}: 2 ${(s.ms / 1000).toFixed(1)} s after the server was back (${((s.ms + fault2 - restartAt) / 1000).toFixed(1)} s after the restart began)`);
+    }
+    for (const p of paths) {
+      const w = await waitForPage(p, 'HyphaServeServerIdUnstable', fault2, 300_000, { hypha: 'local' }, '/chat');
+      results.push({ scenario: 'server without a stable id', alert: 'HyphaServeServerIdUnstable', prometheus: p.label, ms: w.ms });
+    }
+    return results;
+  } finally {
+    for (const p of paths.slice(1)) await p.stop().catch(() => undefined);
+    await stack.stop();
+  }
+}
