@@ -271,7 +271,7 @@ export const FAMILIES: readonly AnyFamily[] = [
   fam({
     name: 'hypha_serve_hypha_server_id_changed', type: 'gauge',
     help: '1 when the Hypha server came back (a rebuilt connection) under another server id than before, 0 when it came back under the same id; absent until the exporter has seen a comeback.',
-    labels: ['target'], stability: 'stable', doc: "1 if the last time the registry connection was rebuilt the server reported another id than before (a server without a fixed `--server-id`/`HYPHA_SERVER_ID`: every restart strands cached proxies to its built-in services, incident 2), 0 if it came back under the same id; absent until a comeback was seen (memory only: unknown again after an exporter restart) and while the source is down", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
+    labels: ['target'], stability: 'stable', doc: "1 if the last time the registry connection was rebuilt the server reported another id than before (a server without a fixed `--server-id`/`HYPHA_SERVER_ID`: every restart strands cached proxies to its built-in services, incident 2), 0 if it came back under the same id; absent until a comeback was seen and while the source is down (kept in `--storage.path` across an exporter restart; without it unknown again until the next comeback)", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
       if (h.health.up && h.serverIdChanged !== undefined) emit([h.target], h.serverIdChanged ? 1 : 0);
     },
   }),

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../log';
 import { REGISTRATION_STATES } from './registration';
-import type { Restored } from './restored';
+import { serverIdKey, type Restored } from './restored';
 import type { SnapshotStore } from './store';
 import type { Snapshot } from './types';
 
@@ -41,11 +41,21 @@ const historySchema = z.object({
   workerClientId: z.string().optional(),
 });
 
+const serverIdSchema = z.object({
+  current: z.string().optional(),
+  previous: z.string().optional(),
+  changed: z.boolean().optional(),
+  replaced: z.array(z.string()),
+});
+
 const stateSchema = z.object({
   version: z.literal(1),
   savedSeconds: z.number(),
   witnesses: z.record(z.string(), canarySchema),
   registration: z.array(z.object({ cluster: z.string(), app: z.string(), history: historySchema })),
+  // Optional: files written before it existed still load. Without it a restart forgets that a server
+  // came back under another id (the ServerIdUnstable warning, and which stale ids are proven gone).
+  serverIds: z.record(z.string(), serverIdSchema).optional(),
 });
 
 export type PersistedState = z.infer<typeof stateSchema>;
@@ -63,7 +73,10 @@ export function persistedStateOf(s: Snapshot, nowSeconds: number): PersistedStat
   // lastEvaluatedSeconds moves on every evaluation and only matters within one process (a reconnect):
   // left out, the file changes only when a history does, not after every sample.
   const registration = (s.registration?.apps ?? []).map((a) => ({ cluster: a.cluster, app: a.app, history: { ...a.history, lastEvaluatedSeconds: undefined } }));
-  return { version: 1, savedSeconds: nowSeconds, witnesses, registration };
+  const serverIds: NonNullable<PersistedState['serverIds']> = {};
+  for (const [name, h] of s.hypha ?? []) if (h.serverIds?.current !== undefined) serverIds[serverIdKey('hypha', name)] = h.serverIds;
+  for (const [service, w] of s.services ?? []) if (w.serverIds?.current !== undefined) serverIds[serverIdKey('service', service)] = w.serverIds;
+  return { version: 1, savedSeconds: nowSeconds, witnesses, registration, serverIds };
 }
 
 /** Reads the state file; a missing, unreadable, malformed or too old file restores nothing (and says why). */
@@ -93,6 +106,7 @@ export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.n
     savedSeconds: parsed.savedSeconds,
     witnesses: new Map(Object.entries(parsed.witnesses)),
     registration: new Map(parsed.registration.map((r) => [registrationKey(r.cluster, r.app), r.history])),
+    serverIds: new Map(Object.entries(parsed.serverIds ?? {})),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { ServerIdFacts } from './hypha';
 import type { RegistrationHistory } from './registration';
 import type { CanaryRecord } from './services';
 
@@ -10,4 +11,14 @@ export interface Restored {
   witnesses: ReadonlyMap<string, CanaryRecord>;
   /** Registration history by `${cluster}\u0000${app}`. */
   registration: ReadonlyMap<string, RegistrationHistory>;
+  /** What each connection saw of its Hypha server's id, by serverIdKey(). */
+  serverIds: ReadonlyMap<string, ServerIdFacts>;
+}
+
+/**
+ * Key of one connection's server-id facts: the registry connection of a Hypha server, or a watched
+ * service's own connection (each has its ServerIdWatch).
+ */
+export function serverIdKey(kind: 'hypha' | 'service', name: string): string {
+  return `${kind}\u0000${name}`;
 }

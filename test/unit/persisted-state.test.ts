@@ -8,6 +8,8 @@ import type { WatchedServiceSample } from '../../src/snapshot/services';
 import { SnapshotStore } from '../../src/snapshot/store';
 import { newSourceHealth } from '../../src/snapshot/types';
 import { WatchState } from '../../src/sources/services/state';
+import { ServerIdWatch } from '../../src/sources/hypha/server-id';
+import { serverIdKey } from '../../src/snapshot/restored';
 import type { ServeApp } from '../../src/snapshot/types';
 import { memoryLogger } from '../helpers/exporter';
 import { putHypha, putSnapshot } from '../helpers/hypha-snapshot';
@@ -63,6 +65,43 @@ describe('state that survives a restart', () => {
     expect(next.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1300, 1290))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
     // Without it: the honest cause, and the spell restarts.
     expect(new RegistrationTracker().evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1300, 1290))[0]).toMatchObject({ state: 'missing_history_unknown', unregisteredSinceSeconds: 1300 });
+  });
+
+  it('what each connection saw of its server id survives a restart: a server that came back under a new id stays known', () => {
+    const store = storeWith([], true);
+    const facts = { current: 'srv-b', previous: 'srv-a', changed: true, replaced: ['srv-a'] };
+    const w = store.get().services?.get('public/artifact-manager');
+    if (!w) throw new Error('no watched service in the fixture');
+    store.setService(w.service, { ...w, serverIds: facts });
+    const dir = tmp();
+    const { log } = memoryLogger();
+    new PersistedStateWriter(dir, store, log).flush();
+    const restored = loadPersistedState(dir, log, Date.now() / 1000 + 5);
+    expect(restored?.serverIds.get(serverIdKey('service', 'public/artifact-manager'))).toEqual(facts);
+    // A connection that never reported an id has nothing to continue.
+    expect(restored?.serverIds.has(serverIdKey('hypha', 'main'))).toBe(false);
+
+    // The next process continues: its first connection (not a comeback) under the same id keeps the
+    // change and still proves the old id gone; under yet another id it is a change again.
+    const same = new ServerIdWatch(restored?.serverIds.get(serverIdKey('service', 'public/artifact-manager')));
+    expect(same.seen('srv-b', false)).toBeUndefined();
+    expect(same.facts.changed).toBe(true);
+    expect(same.replacedServer('srv-a')).toBe(true);
+    const other = new ServerIdWatch(restored?.serverIds.get(serverIdKey('service', 'public/artifact-manager')));
+    expect(other.seen('srv-c', false)).toEqual({ from: 'srv-b', to: 'srv-c' });
+    expect(other.replacedServer('srv-b')).toBe(true);
+    // Without the file: nothing is known until a comeback is seen.
+    const fresh = new ServerIdWatch(undefined);
+    expect(fresh.seen('srv-b', false)).toBeUndefined();
+    expect(fresh.facts.changed).toBeUndefined();
+    expect(fresh.replacedServer('srv-a')).toBe(false);
+  });
+
+  it('a state file written before server ids were kept still loads', () => {
+    const dir = tmp();
+    const { log } = memoryLogger();
+    fs.writeFileSync(path.join(dir, STATE_FILE), JSON.stringify({ version: 1, savedSeconds: Date.now() / 1000, witnesses: {}, registration: [] }));
+    expect(loadPersistedState(dir, log)?.serverIds.size).toBe(0);
   });
 
   it('a restored witness stays the canary and stays stale while its id is not a provider', () => {

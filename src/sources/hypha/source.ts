@@ -5,6 +5,7 @@ import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from '../..
 import type { HyphaServerSample } from '../../snapshot/hypha';
 import type { WorkerSample } from '../../snapshot/registration';
 import type { SnapshotStore } from '../../snapshot/store';
+import { serverIdKey } from '../../snapshot/restored';
 import { errorMessage } from '../../util/errors';
 import { HealthBook } from '../health-book';
 import { ServerIdWatch } from './server-id';
@@ -68,7 +69,7 @@ export class HyphaSource implements Source {
       kind: HYPHA_SOURCE_KIND, target: opts.server.name, intervalSeconds: opts.registration.intervalMs / 1000, previous: previous?.health,
       log, label: 'hypha', fields: { hypha: opts.server.name }, credential: opts.server.token,
     });
-    this.#serverIds = new ServerIdWatch(previous?.serverIds);
+    this.#serverIds = new ServerIdWatch(previous?.serverIds ?? store.get().restored?.serverIds.get(serverIdKey('hypha', opts.server.name)));
     if (previous) {
       this.#workers = previous.workers;
       this.#inherited = { reconnects: previous.reconnectsTotal, malformed: previous.malformedTotal };

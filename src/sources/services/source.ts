@@ -1,6 +1,7 @@
 import type { Logger } from '../../log';
 import type { HolderConfig, ProbeCall, WatchedServiceConfig } from '../../config/services-schema';
 import type { SnapshotStore } from '../../snapshot/store';
+import { serverIdKey } from '../../snapshot/restored';
 import { HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
 import type { SampleErrorReason } from '../../snapshot/types';
 import { errorMessage } from '../../util/errors';
@@ -72,7 +73,7 @@ export class WatchedServiceSource implements Source {
       for (const p of Object.values(prev.lastProbes)) this.#lastOutcome[p.via] = p.outcome;
       this.#lastResolved = { clientId: prev.resolvedClientId, error: prev.resolveError };
     }
-    this.#serverIds = new ServerIdWatch(prev?.serverIds);
+    this.#serverIds = new ServerIdWatch(prev?.serverIds ?? store.get().restored?.serverIds.get(serverIdKey('service', cfg.service)));
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
     this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, prev, store.get().restored?.witnesses.get(cfg.service));
     this.#client = new HyphaClient({
