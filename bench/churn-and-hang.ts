@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { Exporter } from '../src/exporter';
+import { Exporter } from '../src/exporter/exporter';
 import { servePayload } from './serve-payload';
 import { quantile } from './stats';
 

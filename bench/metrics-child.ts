@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import pino from 'pino';
-import { Exporter } from '../src/exporter';
+import { Exporter } from '../src/exporter/exporter';
 
 interface HeapSnapshotFile {
   snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };

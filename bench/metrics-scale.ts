@@ -9,7 +9,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import pino from 'pino';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { Exporter } from '../src/exporter';
+import { Exporter } from '../src/exporter/exporter';
 import { servePayload } from './serve-payload';
 
 type Payload = { applications: Record<string, { last_deployed_time_s: number; deployments: Record<string, { status: string }> }> };

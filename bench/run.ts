@@ -6,6 +6,7 @@ import { churn, scrapeDuringHang } from './churn-and-hang';
 import { registrationEval } from './registration-eval';
 import { writeSection } from './stats';
 import { metricsScale, processMemory } from './metrics-scale';
+import { binMemory, BinMemoryResult } from './bin-memory';
 
 const f = (x: number) => x.toFixed(1);
 
@@ -22,6 +23,7 @@ async function metricsTargets(file: string, write: boolean, churned?: Awaited<Re
   const big = await processMemory(10000, 5, 0.01);
   const bigTuned = await processMemory(10000, 5, 0.01, tuned);
   const where = await processMemory(1000, 10, 0.01, { heapSnapshot: true });
+  const bin = await binMemory(1000, 10, 0.01);
   process.stdout.write('metrics memory done\n');
   const cycles = Number(process.env.BENCH_CHURN_CYCLES ?? 10000);
   const c = churned ?? (await churn(cycles));
@@ -41,8 +43,9 @@ async function metricsTargets(file: string, write: boolean, churned?: Awaited<Re
     `| gzip body size | ≤ 10% of plain | ${(m.plainBytes / 1e6).toFixed(2)} MB plain | ${(m.gzipBytes / 1e6).toFixed(3)} MB | ${((100 * m.gzipBytes) / m.plainBytes).toFixed(1)}% | ${ok(m.gzipBytes <= 0.1 * m.plainBytes)} |`,
     `| cached gzip scrape | ≤ 0.2× floor | ${m.floor.toFixed(1)} | ${m.gzipSteady.toFixed(2)} | ${x(m.gzipSteady, m.floor)} | ${ok(m.gzipSteady <= 0.2 * m.floor)} |`,
     `| gzip scrape after 1% change | — | ${m.floor.toFixed(1)} | ${m.gzipAfter1.toFixed(1)} | ${x(m.gzipAfter1, m.floor)} | |`,
-    `| RSS, 1k apps, 10 cycles of 1% change | ≤ 100 MB | | ${mem.rssMb.toFixed(0)} MB (heap ${mem.heapUsedMb.toFixed(0)} MB) | | ${ok(mem.rssMb <= 100)} |`,
-    `| RSS, same, tuned | ≤ 100 MB | | ${memTuned.rssMb.toFixed(0)} MB (heap ${memTuned.heapUsedMb.toFixed(0)} MB) | | ${ok(memTuned.rssMb <= 100)} |`,
+    binRow(bin, ok),
+    `| RSS, same, process alone with Node defaults (no relaunch; for comparison) | — | | ${mem.rssMb.toFixed(0)} MB (heap ${mem.heapUsedMb.toFixed(0)} MB) | | |`,
+    `| RSS, same, process alone, tuned (for comparison) | — | | ${memTuned.rssMb.toFixed(0)} MB (heap ${memTuned.heapUsedMb.toFixed(0)} MB) | | |`,
     `| RSS, 1k apps, 10 cycles of 100% change | — | | ${memWorst.rssMb.toFixed(0)} MB | | |`,
     `| heap over ${c.cycles} churn cycles (10 new apps each) | flat | | ${c.heapBeforeMb.toFixed(1)} → ${c.heapAfterMb.toFixed(1)} MB, series ${c.seriesFirst} → ${c.seriesLast} | | ${ok(c.heapAfterMb <= c.heapBeforeMb * 1.1 + 1)} |`,
     `| 10k apps: sample + first scrape (p50 / max) | ≪ 15 s | | ${(big.sampleP50 + big.renderP50).toFixed(0)} / ${(big.sampleMax + big.renderMax).toFixed(0)} ms (sample ${big.sampleP50.toFixed(0)}, scrape ${big.renderP50.toFixed(0)}) | | ${ok(big.sampleMax + big.renderMax < 5000)} |`,
@@ -54,9 +57,20 @@ async function metricsTargets(file: string, write: boolean, churned?: Awaited<Re
   if (write) writeSection(file, 'metrics-scale', `## /metrics at scale: pre-rendered text vs prom-client\n\n${text}`);
 }
 
+/** The target row: the plain bin, no extra environment (bench/bin-memory.ts). */
+function binRow(b: BinMemoryResult, ok: (cond: boolean) => string): string {
+  const parent = b.relaunched ? ` + relaunch parent ${b.parentRssMb.toFixed(0)} MB RSS (${b.parentPssMb.toFixed(0)} MB PSS)` : '';
+  return `| RSS, 1k apps, 10 cycles of 1% change, plain \`hypha-serve-exporter\` bin, no extra environment | ≤ 100 MB | | ${b.exporterRssMb.toFixed(0)} MB${parent} | | ${ok(b.exporterRssMb <= 100)} |`;
+}
+
 async function main(): Promise<void> {
   const file = path.resolve(__dirname, '..', '..', 'BENCHMARKS.md');
   const write = process.env.BENCH_WRITE !== '0';
+  if (process.env.BENCH_ONLY === 'bin-memory') {
+    // The target row alone (no BENCHMARKS.md write): BENCH_RUNS runs of the plain bin.
+    for (let i = 0; i < Number(process.env.BENCH_RUNS ?? 1); i++) process.stdout.write(`${binRow(await binMemory(1000, 10, 0.01), (c) => (c ? 'yes' : '**no**'))}\n`);
+    return;
+  }
   if (process.env.BENCH_ONLY === 'metrics') {
     await metricsTargets(file, write);
     return;

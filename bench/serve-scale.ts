@@ -4,7 +4,7 @@ import os from 'node:os';
 import pino from 'pino';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Exporter } from '../src/exporter';
+import { Exporter } from '../src/exporter/exporter';
 import { servePayload } from './serve-payload';
 import { timeIt } from './stats';
 import { floorRegistry } from './metrics-scale';

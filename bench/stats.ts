@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+
 export function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
@@ -21,7 +23,6 @@ export function mb(bytes: number): string {
 
 /** Replaces the block between <!-- bench:NAME --> markers in a markdown file (or appends it). */
 export function writeSection(file: string, name: string, body: string): void {
-  const fs = require('node:fs') as typeof import('node:fs');
   const start = `<!-- bench:${name} -->`;
   const end = `<!-- /bench:${name} -->`;
   const cur = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmarks\n';

@@ -30,6 +30,8 @@ export const EMPTY_WHEN_HEALTHY: readonly EmptyWhenHealthy[] = [
   { dashboard: 'hypha-serve-overview', panel: 'Unregistered for', refIds: ['A'], scenario: 'app-unregistered' },
   { dashboard: 'hypha-serve-service-identity', panel: 'Since the last client id change', refIds: ['A'], scenario: 'service-reregistered' },
   { dashboard: 'hypha-serve-service-identity', panel: 'annotation:Client id changes', refIds: ['Anno'], scenario: 'service-reregistered' },
+  // Absent until the exporter saw the server come back at all; the fault restarts Hypha under a new id.
+  { dashboard: 'hypha-serve-service-identity', panel: 'Came back under another server id', refIds: ['A'], scenario: 'service-reregistered' },
   { dashboard: 'hypha-serve-exporter-health', panel: 'Sampling errors by reason', refIds: ['A'], scenario: 'ray-source-down' },
 ];
 

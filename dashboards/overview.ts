@@ -530,24 +530,25 @@ function beforeIncidentRow(d: DashboardBuilder): void {
   d.withRow(new RowBuilder('Before the incident'));
   d.withPanel(
     new TablePanel()
-      .title('Apps that will be deregistered at zero')
+      .title('Will the app be deregistered when it idles at zero?')
       .description(
-        'BioEngine applications registered in Hypha now whose deployments autoscale with min_replicas 0: when such a ' +
-          "deployment idles to zero replicas, BioEngine's ProxyDeployment deregisters the service (0.13.0 to 0.16.1) and " +
-          'only a call through the missing service would bring it back (incident 1a). Fix: min_replicas >= 1 (the ' +
-          'Deployments table shows min and max). ' +
-          'HyphaServeAppWillDeregisterAtZero warns after 1 minute. No rows while every registered BioEngine app keeps ' +
-          'min_replicas >= 1; Serve apps whose registrant is unknown (no ProxyDeployment) never appear.',
+        'Each BioEngine application registered in Hypha now: "yes" when one of its deployments autoscales with ' +
+          "min_replicas 0: when that deployment idles to zero replicas, BioEngine's ProxyDeployment deregisters the " +
+          'service (0.13.0 to 0.16.1) and only a call through the missing service would bring it back (incident 1a). ' +
+          'Fix: min_replicas >= 1 (the Deployments table shows min and max). ' +
+          'HyphaServeAppWillDeregisterAtZero warns after 1 minute on every "yes". Serve apps whose registrant is ' +
+          'unknown (no ProxyDeployment) never appear.',
       )
       .datasource(DS)
-      .withTarget(tableQuery('A', `max by (${REG_BY}, hypha) (ray_cluster_app:hypha_serve_app_deregisters_at_zero:bool{${APP}} == 1)`))
+      .withTarget(tableQuery('A', `max by (${REG_BY}, hypha) (ray_cluster_app:hypha_serve_app_deregisters_at_zero:bool{${APP}})`))
       .withTransformation({
         id: 'organize',
         options: {
-          excludeByName: { Time: true, Value: true },
-          renameByName: { ray_cluster: 'Ray cluster', app: 'App', hypha: 'Hypha server' },
+          excludeByName: { Time: true },
+          renameByName: { ray_cluster: 'Ray cluster', app: 'App', hypha: 'Hypha server', Value: 'Deregistered at zero' },
         },
       })
+      .overrideByName('Deregistered at zero', [{ id: 'mappings', value: [valueMap([[0, 'no', 'green'], [1, 'yes: raise min_replicas', 'orange']])] }])
       .unit('short')
       .links(runbookLinks('HyphaServeAppWillDeregisterAtZero'))
       .height(6)

@@ -223,7 +223,7 @@ function serverIdRow(d: DashboardBuilder): void {
       .description(
         'NEW ID: the last time the exporter\'s connection was rebuilt the server reported another id (no fixed --server-id / ' +
           'HYPHA_SERVER_ID): every restart strands proxies cached to its built-in services (incident 2). HyphaServeServerIdUnstable ' +
-          'opens a ticket after 1 minute. Empty until the exporter has seen a comeback.',
+          'opens a ticket after 1 minute. Empty while healthy until the exporter has seen a comeback.',
       )
       .withTarget(rangeQuery('A', `max by (target) (hypha_serve_hypha_server_id_changed{${sel([])}})`, '{{target}}'))
       .links(runbookLinks('HyphaServeServerIdUnstable'))

@@ -1,8 +1,10 @@
 /**
- * Reports import cycles among the TypeScript files under a directory (default src/), type-only
- * imports included: a cycle of types is still a tangle a reader has to hold in their head.
+ * Reports import cycles under a directory (default src/), type-only imports included: a cycle of
+ * types is still a tangle a reader has to hold in their head. Two graphs are checked: the files,
+ * and the folders (a file's folder imports the folders its imports resolve to), so two folders that
+ * import each other through different files fail too: folders layer one way (docs/architecture.md).
  * `node dist/scripts/check-cycles.js [dir]` exits 1 and prints each cycle when there is one
- * (what `npx madge --circular` would report, without a network install).
+ * (what `npx madge --circular` would report for files, without a network install).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -32,9 +34,66 @@ function importsOf(file: string): string[] {
   return out;
 }
 
-/** Every elementary cycle found by a depth-first search, each reported once. */
+/** The cycles of the file graph under dir (absolute paths). */
 export function findCycles(dir: string): string[][] {
-  const graph = new Map(filesUnder(dir).map((f) => [f, importsOf(f)]));
+  return cyclesOf(new Map(filesUnder(dir).map((f) => [f, importsOf(f)])));
+}
+
+/** One import that makes a folder edge, kept to show where to cut it. */
+export interface FolderEdge {
+  from: string;
+  to: string;
+  /** The importing and the imported file, relative to dir. */
+  example: [string, string];
+}
+
+/** Folder of a file relative to dir ('.' for dir itself). */
+function folderOf(dir: string, file: string): string {
+  return path.relative(dir, path.dirname(file)) || '.';
+}
+
+/** Edges between distinct folders under dir (relative paths), one per pair. */
+export function folderEdges(dir: string): FolderEdge[] {
+  const edges = new Map<string, FolderEdge>();
+  for (const f of filesUnder(dir)) {
+    for (const g of importsOf(f)) {
+      const from = folderOf(dir, f);
+      const to = folderOf(dir, g);
+      const key = `${from}>${to}`;
+      if (from !== to && !edges.has(key)) edges.set(key, { from, to, example: [path.relative(dir, f), path.relative(dir, g)] });
+    }
+  }
+  return [...edges.values()];
+}
+
+/** The cycles of the folder graph under dir (folders relative to dir, '.' for dir itself). */
+export function findFolderCycles(dir: string): string[][] {
+  const graph = new Map<string, string[]>();
+  for (const e of folderEdges(dir)) graph.set(e.from, [...(graph.get(e.from) ?? []), e.to]);
+  return cyclesOf(graph);
+}
+
+/**
+ * Folder imports that do not point to a lower layer. `layers` lists folders (relative to dir, '.'
+ * for dir itself) top layer first; a folder may import only folders of layers below its own, and a
+ * folder under dir that no layer names is reported as unplaced.
+ */
+export function layerViolations(dir: string, layers: readonly (readonly string[])[]): string[] {
+  const layerOf = new Map<string, number>();
+  layers.forEach((names, i) => names.forEach((n) => layerOf.set(n, i)));
+  const out: string[] = [];
+  const folders = new Set(filesUnder(dir).map((f) => folderOf(dir, f)));
+  for (const f of [...folders].sort()) if (!layerOf.has(f)) out.push(`unplaced folder: ${f}`);
+  for (const e of folderEdges(dir)) {
+    const from = layerOf.get(e.from);
+    const to = layerOf.get(e.to);
+    if (from !== undefined && to !== undefined && to <= from) out.push(`${e.from} -> ${e.to} (${e.example[0]} imports ${e.example[1]})`);
+  }
+  return out;
+}
+
+/** Every elementary cycle found by a depth-first search, each reported once. */
+function cyclesOf(graph: Map<string, string[]>): string[][] {
   const cycles = new Map<string, string[]>();
   const state = new Map<string, 'open' | 'done'>();
   const stack: string[] = [];
@@ -58,8 +117,17 @@ export function findCycles(dir: string): string[][] {
 
 if (require.main === module) {
   const dir = path.resolve(process.argv[2] ?? 'src');
+  const where = path.relative(process.cwd(), dir) || '.';
   const cycles = findCycles(dir);
   for (const c of cycles) process.stdout.write(`cycle: ${[...c, c[0]].map((f) => path.relative(process.cwd(), f)).join(' -> ')}\n`);
-  process.stdout.write(cycles.length === 0 ? `no import cycle in ${path.relative(process.cwd(), dir) || '.'}\n` : `${cycles.length} import cycle(s)\n`);
-  process.exit(cycles.length === 0 ? 0 : 1);
+  const folderCycles = findFolderCycles(dir);
+  const edges = folderEdges(dir);
+  for (const c of folderCycles) {
+    const ring = [...c, c[0]];
+    const via = ring.slice(1).map((to, i) => edges.find((e) => e.from === ring[i] && e.to === to)?.example.join(' imports '));
+    process.stdout.write(`folder cycle: ${ring.map((f) => path.join(where, f)).join(' -> ')}\n  via ${via.join('; ')}\n`);
+  }
+  process.stdout.write(cycles.length === 0 ? `no import cycle in ${where}\n` : `${cycles.length} import cycle(s)\n`);
+  process.stdout.write(folderCycles.length === 0 ? `no folder cycle in ${where}\n` : `${folderCycles.length} folder cycle(s)\n`);
+  process.exit(cycles.length === 0 && folderCycles.length === 0 ? 0 : 1);
 }

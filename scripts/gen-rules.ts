@@ -299,7 +299,11 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
   const expectedService =
     `{{ with printf "max without (instance) (hypha_serve_app_expected_service_info{${app}})" ${appArgs} | query }}{{ . | first | label "service" }}` +
     `{{ else }}{{ with printf "max without (instance) (last_over_time(hypha_serve_app_expected_service_info{${app}}[${B}]))" ${appArgs} | query }}{{ . | first | label "service" }}{{ else }}(unknown){{ end }}{{ end }}`;
-  const stateQuery = `printf "max without (instance) (last_over_time(hypha_serve_app_registration_state{${app}}[${B}])) == 1" ${appArgs} | query | sortByLabel "state"`;
+  // The current state of the live replicas; only in a gap the last one within the bridge (a replica that
+  // died keeps its last state in last_over_time for the whole bridge, which must not read as a second cause).
+  const stateQuery =
+    `printf "max without (instance) (hypha_serve_app_registration_state{${app}}) == 1 or on (job, ray_cluster, app, hypha) ` +
+    `max without (instance) (last_over_time(hypha_serve_app_registration_state{${app}}[${B}])) == 1" ${appArgs} ${appArgs} | query | sortByLabel "state"`;
   const causeStates = `{{ range $i, $s := ${stateQuery} }}{{ if $i }}, {{ end }}{{ $s.Labels.state }}{{ else }}unknown{{ end }}`;
   const causeSentences =
     `{{ range $i, $s := ${stateQuery} }}{{ if $i }}; {{ end }}{{ $s.Labels.state }}: ` +
@@ -577,7 +581,7 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
             'Identity (ray_cluster, app, hypha): the expected service id changes while the condition holds (a worker restart), so ' +
             'it is in the text only. Per-cause wait: hypha_serve_app_registration_stuck (a state BioEngine\'s proxy never leaves ' +
             `by itself) pages after cause_waits.proven (${c.cause_waits.HyphaServeAppRunningNotRegistered.proven}); any other cause waits ` +
-            `${c.cause_waits.HyphaServeAppRunningNotRegistered.uncertain} in total, longer than BioEngine\'s own recovery cycle (its proxy ` +
+            `${c.cause_waits.HyphaServeAppRunningNotRegistered.uncertain} in total, longer than BioEngine's own recovery cycle (its proxy ` +
             'registers from check_health every 10 s, after hypha-rpc\'s reconnect backoff of up to 60 s ±10 %).',
           expr: causeWaited('HyphaServeAppRunningNotRegistered', REC.runningNotRegistered, 'job, ray_cluster, app, hypha', 'hypha_serve_app_registration_stuck'),
           annotations: {

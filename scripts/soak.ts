@@ -81,8 +81,8 @@ async function main(): Promise<void> {
     await waitFor('app up', async () => (await metric(stack, 'hypha_serve_app_status', { app: 'two-step', status: 'RUNNING' })) === 1, 180_000, 1000);
     const memTimer = setInterval(() => {
       void (async () => {
-        const rss = await metric(stack, 'hypha_serve_exporter_resident_memory_bytes');
-        const heap = await metric(stack, 'hypha_serve_exporter_heap_used_bytes');
+        const rss = await metric(stack, 'process_resident_memory_bytes');
+        const heap = await metric(stack, 'nodejs_heap_size_used_bytes');
         if (rss !== undefined && heap !== undefined) mem.push({ t: (Date.now() - t0) / 60000, rss, heap });
       })().catch(() => undefined);
     }, 30_000);

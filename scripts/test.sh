@@ -20,6 +20,9 @@ jest_run() { # name minutes jest-args...
 }
 
 jest_run unit 15 --selectProjects unit || rc=1
+# The linter (typescript-eslint, knip: `npm run lint`); a finding fails the run like a failed test.
+lint_failed=0
+npm run --silent lint || { rc=1; lint_failed=1; }
 
 # Integration files mostly wait (for rule `for:` windows, pages, restarts): one file at a time
 # keeps the 2 CI cores about a quarter busy. So two lanes run side by side, each one file at a
@@ -50,9 +53,10 @@ else
   jest_run integration-alone 20 --selectProjects integration --runInBand --testPathPattern "$(pattern "${alone[@]}")" || rc=1
 fi
 
-node -e '
+LINT_FAILED="$lint_failed" node -e '
 const fs = require("fs");
 let p = 0, f = 0, s = 0;
+if (process.env.LINT_FAILED === "1") { f += 1; console.log("lint: findings (npm run lint)"); }
 const lanes = process.env.INTEGRATION_LANES === "1" ? ["integration"] : ["integration-a", "integration-b", "integration-alone"];
 for (const n of ["unit", ...lanes]) {
   const file = `test-artifacts/jest-${n}.json`;

@@ -1,15 +1,12 @@
 #!/usr/bin/env node
-import http, { Server } from 'node:http';
-import https from 'node:https';
-import { checkConfigFile, runCheck } from './cli/check';
-import { checkUsage, FlagError, parseCheckFlags, parseFlags, parseListenAddress, usage } from './cli/flags';
-import { ConfigError } from './config/load';
-import { Exporter } from './exporter';
-import { createLogger } from './log';
-import { createApp } from './server/app';
-import { loadWebConfig, WebConfig } from './server/web-config';
-import { extensions } from './extensions';
-import { VERSION, REVISION } from './version';
+import type { Server } from 'node:http';
+import { memoryRelaunch, relaunch, watchParent } from './cli/relaunch';
+import { checkUsage, FlagError, parseCheckFlags, Flags, parseFlags, parseListenAddress, usage } from './cli/flags';
+import type { WebConfig } from './server/web-config';
+import { VERSION, REVISION } from './util/version';
+
+// Only the flags are loaded before the memory relaunch (src/cli/relaunch.ts) is decided: the
+// parent it may leave behind stays small, so the rest is imported where it is used.
 
 function fail(message: string): never {
   process.stderr.write(`hypha-serve-exporter: error: ${message}\n`);
@@ -29,6 +26,7 @@ async function check(argv: readonly string[]): Promise<never> {
     process.stdout.write(checkUsage());
     process.exit(0);
   }
+  const { runCheck } = await import('./cli/check');
   const code = await runCheck(flags, (t) => process.stdout.write(t), (t) => process.stderr.write(t));
   // Exit at once: an upstream client still closing must not hold the answer back.
   process.exit(code);
@@ -53,11 +51,23 @@ async function main(): Promise<void> {
     return;
   }
   if (flags.configCheck) {
+    const { checkConfigFile } = await import('./cli/check');
     const r = checkConfigFile(flags.configFile);
     if (!r.ok) fail(r.error);
     process.stdout.write(`${r.summary}\n`);
     return;
   }
+  const plan = memoryRelaunch(process.env, process.execArgv);
+  if (plan) return relaunch(plan);
+  watchParent();
+  return serve(flags);
+}
+
+async function serve(flags: Flags): Promise<void> {
+  const [http, https, { ConfigError }, { Exporter }, { createLogger }, { createApp }, { loadWebConfig }, { extensions }] = await Promise.all([
+    import('node:http'), import('node:https'), import('./config/load'), import('./exporter/exporter'), import('./util/log'),
+    import('./server/app'), import('./server/web-config'), import('./exporter/extensions'),
+  ]);
   let web: WebConfig = {};
   if (flags.webConfigFile !== undefined) {
     try {

@@ -2,7 +2,7 @@ import type { Config } from '../config/load';
 import { isMissing, RegistrationState } from '../snapshot/registration';
 import { CANARY_HOLDER } from '../snapshot/services';
 import { isKnown, sourceHealths, Snapshot } from '../snapshot/types';
-import { BIOENGINE_WORKER_TYPE } from '../registration/workers';
+import { BIOENGINE_WORKER_TYPE } from '../sources/hypha/workers';
 
 // What `hypha-serve-exporter check` judges from one snapshot: which critical pages' conditions hold
 // now, and what the exporter has not finished judging. The snapshot is the one the exporter serves

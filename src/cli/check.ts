@@ -1,11 +1,11 @@
 import { ConfigError, loadConfig } from '../config/load';
-import { Exporter } from '../exporter';
-import { extensions } from '../extensions';
-import { createLogger } from '../log';
+import { Exporter } from '../exporter/exporter';
+import { extensions } from '../exporter/extensions';
+import { createLogger } from '../util/log';
 import type { AppV1, SourceV1, WatchedServiceV1 } from '../status-page/model';
 import { buildStatus } from '../status-page/build';
 import type { Snapshot } from '../snapshot/types';
-import { REVISION, VERSION } from '../version';
+import { REVISION, VERSION } from '../util/version';
 import { AlertCondition, alertConditions, pendingJudgements } from './check-conditions';
 import type { CheckFlags } from './flags';
 

@@ -1,4 +1,4 @@
-import { LOG_LEVELS, LogLevel } from '../log';
+import { LOG_LEVELS, LogLevel } from '../util/log';
 import { parseDuration } from '../util/duration';
 
 export const DEFAULT_LISTEN_ADDRESS = ':9731';

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { duration } from './validators';
-import { parseDuration } from '../util/duration';
+import { duration, durationMs } from './validators';
 
 // Config fragment `hypha_registration:`: which Hypha service every Ray Serve app
 // is expected to have, on which `hypha:` server, and how the registries are
@@ -118,12 +117,6 @@ export function defaultClusterMapping(cluster: string): ClusterMapping {
   return { cluster, bioengine: { enabled: true }, templates: [] };
 }
 
-function ms(d: string): number {
-  const v = parseDuration(d);
-  if (v === undefined) throw new Error(`invalid duration ${d}`); // the schema already refused it
-  return v;
-}
-
 /** A problem the schema cannot see (it needs the rest of the config); path is relative to the config root. */
 export interface ConfigProblem {
   path: (string | number)[];
@@ -131,7 +124,11 @@ export interface ConfigProblem {
 }
 
 /** Cross-checks against the rest of the config: every mapping names a configured Ray cluster and Hypha server. */
-export function checkHyphaRegistration(raw: RawHyphaRegistration | undefined, rayClusterNames: readonly string[], hyphaNames: readonly string[]): ConfigProblem | undefined {
+export function checkHyphaRegistration(
+  raw: RawHyphaRegistration | undefined,
+  rayClusterNames: readonly string[],
+  hyphaNames: readonly string[],
+): ConfigProblem | undefined {
   if (!raw) return undefined;
   for (let i = 0; i < raw.clusters.length; i++) {
     const c = raw.clusters[i];
@@ -147,12 +144,12 @@ export function checkHyphaRegistration(raw: RawHyphaRegistration | undefined, ra
 
 export function resolveHyphaRegistration(raw: RawHyphaRegistration | undefined, global: { interval: string; timeout: string }): HyphaRegistrationConfig {
   const r = raw ?? hyphaRegistrationSchema.parse({});
-  const timeoutMs = ms(r.timeout ?? global.timeout);
+  const timeoutMs = durationMs(r.timeout ?? global.timeout);
   return {
-    intervalMs: ms(r.interval ?? global.interval),
+    intervalMs: durationMs(r.interval ?? global.interval),
     timeoutMs,
     workspaces: [...r.workspaces],
-    reconnectSettleMs: ms(r.reconnect_settle),
+    reconnectSettleMs: durationMs(r.reconnect_settle),
     clusters: r.clusters.map((c) => ({
       cluster: c.cluster,
       hypha: c.hypha,
@@ -167,8 +164,8 @@ export function resolveHyphaRegistration(raw: RawHyphaRegistration | undefined, 
     workers: {
       discover: r.workers.discover,
       services: [...r.workers.services],
-      intervalMs: ms(r.workers.interval),
-      timeoutMs: r.workers.timeout !== undefined ? ms(r.workers.timeout) : timeoutMs,
+      intervalMs: durationMs(r.workers.interval),
+      timeoutMs: r.workers.timeout !== undefined ? durationMs(r.workers.timeout) : timeoutMs,
       logsTail: r.workers.logs_tail,
     },
   };

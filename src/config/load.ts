@@ -4,7 +4,7 @@ import type { ZodType, z } from 'zod';
 import { configSchema, RawConfig } from './schema';
 import { resolveWatchedServices, WatchedServiceConfig } from './services-schema';
 import { checkHyphaRegistration, HyphaRegistrationConfig, resolveHyphaRegistration } from './hypha-schema';
-import { parseDuration } from '../util/duration';
+import { durationMs } from './validators';
 import { Secret } from '../util/secret';
 import { FileSecret } from './credential-file';
 
@@ -39,8 +39,6 @@ export interface Config {
   watchedServices: WatchedServiceConfig[];
   /** Expected Hypha registrations; sampled only when a Hypha server is configured. */
   hyphaRegistration: HyphaRegistrationConfig;
-  /** Every credential the config holds, for scrubbing upstream error texts. */
-  secrets: Secret[];
 }
 
 /** A config problem located as precisely as the YAML allows: file, field path, line and column. */
@@ -142,12 +140,6 @@ function withinUnion(data: unknown, issue: z.core.$ZodIssue): z.core.$ZodIssue {
   return withinUnion(value, { ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue);
 }
 
-function ms(d: string): number {
-  const v = parseDuration(d);
-  if (v === undefined) throw new Error(`invalid duration ${d}`); // schema already refused it
-  return v;
-}
-
 /**
  * Reads a credential named by *_file or *_env; a missing file or variable is a config error. A file
  * is read again whenever it changes (a rotated token needs no reload); a variable is read once.
@@ -193,7 +185,6 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
     throw new ConfigError(file, '', `cannot read config file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
   const { value: raw, doc, lc } = parseYamlConfig(file, text, configSchema);
-  const secrets: Secret[] = [];
   const names = new Set<string>();
   const rayClusters = raw.ray_clusters.map((c, i): RayClusterConfig => {
     if (names.has(c.name)) {
@@ -202,16 +193,15 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
     }
     names.add(c.name);
     const token = readCredential(file, doc, lc, ['ray_clusters', i], c, env);
-    if (token) secrets.push(token);
     return {
       name: c.name,
       dashboardUrl: c.dashboard_url.replace(/\/+$/, ''),
       token,
-      intervalMs: ms(c.interval ?? raw.global.interval),
-      timeoutMs: ms(c.timeout ?? raw.global.timeout),
+      intervalMs: durationMs(c.interval ?? raw.global.interval),
+      timeoutMs: durationMs(c.timeout ?? raw.global.timeout),
       maxResponseBytes: c.max_response_bytes,
       maxApps: c.max_apps,
-      proxyProbe: { enabled: c.proxy_probe.enabled, timeoutMs: ms(c.proxy_probe.timeout) },
+      proxyProbe: { enabled: c.proxy_probe.enabled, timeoutMs: durationMs(c.proxy_probe.timeout) },
     };
   });
   const rawServers = raw.hypha === undefined ? [] : Array.isArray(raw.hypha) ? raw.hypha : [raw.hypha];
@@ -222,7 +212,6 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
       throw new ConfigError(file, formatPath([...path, 'name']), `duplicate Hypha server name "${h.name}"`, pos?.line, pos?.col);
     }
     const token = readCredential(file, doc, lc, path, h, env);
-    if (token) secrets.push(token);
     return { name: h.name, serverUrl: h.server_url, workspace: h.workspace, token };
   });
   const watchedServices = resolveWatchedServices(raw.watched_services, raw.global);
@@ -238,5 +227,5 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
     throw new ConfigError(file, formatPath(problem.path), problem.problem, pos?.line, pos?.col);
   }
   const hyphaRegistration = resolveHyphaRegistration(raw.hypha_registration, raw.global);
-  return { file, raw, rayClusters, hyphaServers, hypha: hyphaServers[0], watchedServices, hyphaRegistration, secrets };
+  return { file, raw, rayClusters, hyphaServers, hypha: hyphaServers[0], watchedServices, hyphaRegistration };
 }

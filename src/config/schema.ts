@@ -14,7 +14,7 @@ export const proxyProbeSchema = z.strictObject({
 });
 
 export const rayClusterSchema = z.strictObject({
-  name: name.describe('Cluster name; the value of the `cluster` label.'),
+  name: name.describe('Cluster name; the value of the `ray_cluster` label.'),
   dashboard_url: httpUrl.describe('Ray dashboard base URL (the Serve REST API is at /api/serve/applications/).'),
   ...credentialRef,
   interval: duration.optional().describe('Sampling interval (default: global.interval).'),
@@ -43,4 +43,3 @@ export const configSchema = z.strictObject({
 });
 
 export type RawConfig = z.infer<typeof configSchema>;
-export type RawRayCluster = z.infer<typeof rayClusterSchema>;

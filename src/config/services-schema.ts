@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { parseDuration } from '../util/duration';
-import { credentialRef, duration, labelName, wsOrHttpUrl } from './validators';
+import { credentialRef, duration, durationMs, labelName, wsOrHttpUrl } from './validators';
 import { clientIdOf, splitWorkspace } from '../util/hypha-id';
 
 // Config fragment `watched_services:` (docs/watched-services.md). Kept apart from schema.ts so
@@ -164,8 +163,6 @@ export const hyphaConnectionSchema = z.strictObject({
   ...credentialRef,
 });
 
-export type RawHyphaConnection = z.infer<typeof hyphaConnectionSchema>;
-
 // ------------------------------------------------------------ resolved form
 
 /**
@@ -225,12 +222,6 @@ function serviceIdOf(ref: string): string {
   return splitWorkspace(ref).rest;
 }
 
-function ms(d: string): number {
-  const v = parseDuration(d);
-  if (v === undefined) throw new Error(`invalid duration ${d}`); // the schema already refused it
-  return v;
-}
-
 /**
  * The probe actually sent: the artifact manager's default, and `silent=true`
  * added to the reads that accept it so probes do not count as views (unless
@@ -249,13 +240,13 @@ export function effectiveProbe(service: string, probe: RawWatchedService['probe'
 export function resolveWatchedServices(raw: RawWatchedService[], global: { interval: string; timeout: string }): WatchedServiceConfig[] {
   return raw.map((s): WatchedServiceConfig => {
     const { workspace, rest } = splitWorkspace(s.service);
-    const timeoutMs = ms(s.timeout ?? global.timeout);
+    const timeoutMs = durationMs(s.timeout ?? global.timeout);
     return {
       service: s.service,
       hypha: s.hypha,
       workspace: workspace ?? '',
       serviceId: rest,
-      intervalMs: ms(s.interval ?? global.interval),
+      intervalMs: durationMs(s.interval ?? global.interval),
       timeoutMs,
       resolveMode: s.resolve_mode,
       probe: effectiveProbe(s.service, s.probe),
@@ -272,8 +263,8 @@ export function resolveWatchedServices(raw: RawWatchedService[], global: { inter
           method: h.probe.method,
           args: [...h.probe.args],
           kwargs: { ...h.probe.kwargs },
-          timeoutMs: h.probe.timeout ? ms(h.probe.timeout) : timeoutMs,
-          intervalMs: h.probe.interval ? ms(h.probe.interval) : 0,
+          timeoutMs: h.probe.timeout ? durationMs(h.probe.timeout) : timeoutMs,
+          intervalMs: h.probe.interval ? durationMs(h.probe.interval) : 0,
         },
       })),
     };
@@ -286,12 +277,12 @@ function canaryConfig(c: RawWatchedService['canary']): CanaryConfig {
     const cid = clientIdOf(id);
     if (cid !== undefined) out.releasedClientIds.push(cid);
   }
-  if (c.witness_max !== undefined && c.witness_max !== 'none') out.witnessMaxMs = ms(c.witness_max);
+  if (c.witness_max !== undefined && c.witness_max !== 'none') out.witnessMaxMs = durationMs(c.witness_max);
   const old = c.reresolve_after;
   if (old !== undefined) {
     out.deprecatedReresolveAfter = old;
     if (old === 'immediately') out.witnessMaxMs = 0;
-    else if (old !== 'never') out.witnessMaxMs = ms(old);
+    else if (old !== 'never') out.witnessMaxMs = durationMs(old);
   }
   return out;
 }

@@ -12,6 +12,13 @@ export const duration = z
     return ms !== undefined && ms > 0;
   }, 'must be a duration such as 500ms, 15s, 1m');
 
+/** Milliseconds of a duration the schema has already accepted (throws only on a text it would refuse). */
+export function durationMs(d: string): number {
+  const v = parseDuration(d);
+  if (v === undefined) throw new Error(`invalid duration ${d}`);
+  return v;
+}
+
 export const httpUrl = z.string().refine((s) => {
   try {
     const u = new URL(s);

@@ -3,6 +3,7 @@ import type { HyphaServerSample } from '../snapshot/hypha';
 import type { RegistrationSample } from '../snapshot/registration';
 import { newSourceHealth, RayClusterSample, ServeDeployment, Snapshot } from '../snapshot/types';
 import { AnyFamily, collect, FAMILIES, Scope, units } from './families';
+import { processMetrics } from './exporter';
 import { ServicesMetrics } from './services';
 
 // Generated metrics documentation (docs/metrics.md and the README table between markers),
@@ -63,7 +64,7 @@ export interface FamilyDoc {
 const SERVICES_DOC: Record<string, string> = {
   hypha_serve_service_providers: "live providers of a watched service (e.g. `public/artifact-manager`)",
   hypha_serve_service_provider_info: "1 per current provider; departed providers' series are removed",
-  hypha_serve_service_resolved_info: "1 for the client id a fresh `getService` resolved this cycle",
+  hypha_serve_service_resolved_info: "1 for the client id a fresh `getServiceInfo` resolved this cycle",
   hypha_serve_service_cached_info: "1 for the client id a long-lived proxy addresses (`holder=\"exporter\"`: the exporter's canary; others: configured holders)",
   hypha_serve_service_cached_stale: "1 when that cached id is not among the live providers (the incident-2 condition)",
   hypha_serve_service_client_id_changes_total: "changes of the provider set",
@@ -83,6 +84,16 @@ async function servicesFamilies(): Promise<FamilyDoc[]> {
   });
 }
 
+/** The standard process_* and nodejs_* families (prom-client's default collectors, src/metrics/exporter.ts). */
+function processFamilies(): FamilyDoc[] {
+  return processMetrics().getMetricsAsArray().map((m) => {
+    const x = m as unknown as { name: string; help: string; type: string; labelNames?: string[] };
+    const labels = [...(x.labelNames ?? [])];
+    const series = labels.length === 0 && x.type !== 'histogram' ? 1 : undefined;
+    return { name: x.name, type: String(x.type), labels, meaning: x.help, stability: 'stable', series, per: 'exporter' };
+  });
+}
+
 export async function familyDocs(): Promise<FamilyDoc[]> {
   const ref = referenceSnapshot();
   const proc = { reloadOk: true, reloadSuccessSeconds: 1 };
@@ -90,7 +101,7 @@ export async function familyDocs(): Promise<FamilyDoc[]> {
     name: f.name, type: f.type, labels: [...f.labels], meaning: f.doc ?? f.help, stability: f.stability,
     series: collect(f, ref, 2, proc).length / [...units(ref, f.scope, 2, proc)].length, per: PER[f.scope],
   }));
-  return [...table, ...(await servicesFamilies())];
+  return [...table, ...processFamilies(), ...(await servicesFamilies())];
 }
 
 /** Series one app adds, from the table: its app, deployment and registration families. */
@@ -118,7 +129,11 @@ export async function metricsMarkdown(): Promise<string> {
     'Every family the exporter serves on `/metrics`. The families derived from the snapshot are one declared table',
     '(`src/metrics/families.ts`: name, type, help, labels, stability and the function that yields the samples);',
     'the watched-services families are still prom-client instruments (`src/metrics/services.ts`) and are listed from',
-    'their registry.',
+    'their registry; the standard `process_*` and `nodejs_*` families are prom-client\'s default collectors (less the',
+    'three `nodejs_active_*_total` gauges, whose suffix fails `promtool check metrics`). The hand-made',
+    '`hypha_serve_exporter_{start_time_seconds,resident_memory_bytes,heap_used_bytes,cpu_seconds_total}` are deprecated',
+    'aliases of `process_start_time_seconds`, `process_resident_memory_bytes`, `nodejs_heap_size_used_bytes` and',
+    '`process_cpu_seconds_total`, served through 0.2.x and removed in the next release.',
     '',
     '## Series per app',
     '',

@@ -3,10 +3,10 @@ import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, WorkerSample } from '../snapshot/registration';
 import {
   APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS,
-  RayClusterSample, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths, isKnown,
+  RayClusterSample, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths, isKnown, registrationKnown,
 } from '../snapshot/types';
 import { isBioEngineApp } from '../registration/expected';
-import { REVISION, VERSION } from '../version';
+import { REVISION, VERSION } from '../util/version';
 import type { MetricType } from './text';
 
 // The one declared list of the metric families derived from the snapshot (and the exporter's
@@ -34,7 +34,8 @@ export type Scope = keyof ScopeArgs;
 export const DYNAMIC_SCOPES: readonly Scope[] = ['process', 'source'];
 
 export type Group = 'exporter' | 'ray' | 'hypha';
-export type Stability = 'stable' | 'experimental';
+/** 'deprecated': served one more release beside its replacement (named in the doc text), then removed. */
+export type Stability = 'stable' | 'experimental' | 'deprecated';
 
 /** Receives one sample: label values in the family's label order (undefined leaves the label out). */
 export type Emit = (labelValues: readonly (string | undefined)[], value: number) => void;
@@ -98,22 +99,24 @@ export const FAMILIES: readonly AnyFamily[] = [
     name: 'hypha_serve_exporter_config_last_reload_success_timestamp_seconds', type: 'gauge', help: 'When the configuration was last loaded successfully (Unix seconds).', labels: [],
     stability: 'stable', doc: "time of the last successful load", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadSuccessSeconds ?? 0),
   }),
-  // The process's own footprint, in the exporter's namespace (prom-client's default set fails promtool's lint).
+  // The process's own footprint, hand-made in the exporter's namespace before the standard process_*
+  // families (prom-client's default collectors, metrics/exporter.ts) were served: deprecated aliases
+  // kept for 0.2.x, removed in the release after.
   fam({
-    name: 'hypha_serve_exporter_start_time_seconds', type: 'gauge', help: 'When the exporter process started (Unix seconds).', labels: [],
-    stability: 'stable', doc: "process start time", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], startSeconds),
+    name: 'hypha_serve_exporter_start_time_seconds', type: 'gauge', help: 'When the exporter process started (Unix seconds). Deprecated: use process_start_time_seconds.', labels: [],
+    stability: 'deprecated', doc: "process start time; deprecated, use `process_start_time_seconds`", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], startSeconds),
   }),
   fam({
-    name: 'hypha_serve_exporter_resident_memory_bytes', type: 'gauge', help: 'Resident memory of the exporter process.', labels: [],
-    stability: 'stable', doc: "resident memory of the exporter", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage.rss()),
+    name: 'hypha_serve_exporter_resident_memory_bytes', type: 'gauge', help: 'Resident memory of the exporter process. Deprecated: use process_resident_memory_bytes.', labels: [],
+    stability: 'deprecated', doc: "resident memory of the exporter; deprecated, use `process_resident_memory_bytes`", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage.rss()),
   }),
   fam({
-    name: 'hypha_serve_exporter_heap_used_bytes', type: 'gauge', help: 'V8 heap in use by the exporter process.', labels: [],
-    stability: 'stable', doc: "V8 heap in use", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage().heapUsed),
+    name: 'hypha_serve_exporter_heap_used_bytes', type: 'gauge', help: 'V8 heap in use by the exporter process. Deprecated: use nodejs_heap_size_used_bytes.', labels: [],
+    stability: 'deprecated', doc: "V8 heap in use; deprecated, use `nodejs_heap_size_used_bytes`", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage().heapUsed),
   }),
   fam({
-    name: 'hypha_serve_exporter_cpu_seconds_total', type: 'counter', help: 'CPU time (user + system) used by the exporter process.', labels: [],
-    stability: 'stable', doc: "CPU time used by the exporter", group: 'exporter', scope: 'process', sample: (_x, emit) => {
+    name: 'hypha_serve_exporter_cpu_seconds_total', type: 'counter', help: 'CPU time (user + system) used by the exporter process. Deprecated: use process_cpu_seconds_total.', labels: [],
+    stability: 'deprecated', doc: "CPU time used by the exporter; deprecated, use `process_cpu_seconds_total`", group: 'exporter', scope: 'process', sample: (_x, emit) => {
       const cpu = process.cpuUsage();
       emit([], (cpu.user + cpu.system) / 1e6);
     },
@@ -395,11 +398,15 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number, proc
       }
       return;
     case 'hypha':
-      for (const h of s.hypha?.values() ?? []) if (isKnown(h.health)) yield { key: h.target, arg: h, data: [h.target, h.reconnectsTotal, h.generation, h.malformedTotal, h.health.up, h.serverId, h.serverIdChanged] } as U;
+      for (const h of s.hypha?.values() ?? []) {
+        if (!isKnown(h.health)) continue;
+        const data = [h.target, h.reconnectsTotal, h.generation, h.malformedTotal, h.health.up, h.serverId, h.serverIdChanged];
+        yield { key: h.target, arg: h, data } as U;
+      }
       return;
     case 'registration':
       for (const a of s.registration?.apps ?? []) {
-        const known = s.hypha?.get(a.hypha)?.health.up === true && s.ray.get(a.cluster)?.health.up === true && a.settled;
+        const known = registrationKnown(s, a);
         yield { key: `${a.hypha}${SEP}${a.cluster}${SEP}${a.app}${SEP}${known ? 1 : 0}`, arg: { hypha: a.hypha, a, known }, data: a } as U;
       }
       return;

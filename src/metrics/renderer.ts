@@ -5,7 +5,7 @@ import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot } from '../snapshot/types';
 import { AnyFamily, DYNAMIC_SCOPES, Emit, FAMILIES, Group, ProcessView, Scope, SCOPES, units } from './families';
 import { sameData } from './equal';
-import { ExporterMetrics } from './exporter';
+import { ExporterMetrics, processMetrics } from './exporter';
 import { MetricsSection, TableSection } from './section';
 import { ExpositionFormat, header, MetricType, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, sampleLine } from './text';
 
@@ -54,6 +54,19 @@ interface LegacyFamily {
   help: string;
   type: MetricType;
   values: { metricName?: string; labels: Record<string, string | number>; value: number }[];
+}
+
+/** Families read from a prom-client registry, in the table's exposition text. */
+function registryText(families: readonly LegacyFamily[], format: ExpositionFormat): string[] {
+  const parts: string[] = [];
+  for (const m of families) {
+    parts.push(header(m.name, m.type, m.help, format));
+    for (const v of m.values) {
+      const names = Object.keys(v.labels);
+      parts.push(sampleLine(v.metricName ?? m.name, names, names.map((n) => String(v.labels[n])), v.value));
+    }
+  }
+  return parts;
 }
 
 function renderUnit(families: readonly AnyFamily[], arg: unknown): { text: string; offsets: number[] } {
@@ -191,14 +204,7 @@ export class MetricsRenderer {
 
   /** The snapshot-derived part of the body, written straight into one buffer (no intermediate joined string). */
   #assemble(format: ExpositionFormat): Buffer {
-    const parts: string[] = [];
-    for (const m of this.#legacyFamilies) {
-      parts.push(header(m.name, m.type, m.help, format));
-      for (const v of m.values) {
-        const names = Object.keys(v.labels);
-        parts.push(sampleLine(v.metricName ?? m.name, names, names.map((n) => String(v.labels[n])), v.value));
-      }
-    }
+    const parts = registryText(this.#legacyFamilies, format);
     for (const { f, index } of this.#static) {
       parts.push(header(f.name, f.type, f.help, format));
       for (const e of (this.#caches.get(f.scope) as ScopeCache).entries.values()) {
@@ -247,7 +253,8 @@ export class MetricsRenderer {
     return c.gzip;
   }
 
-  #head(s: Snapshot, format: ExpositionFormat): string {
+  /** Per-scrape part: the table's process and source families, then the standard process_* and nodejs_* families. */
+  async #head(s: Snapshot, format: ExpositionFormat): Promise<string> {
     const now = Date.now() / 1000;
     const proc: ProcessView = this.exporter.processView();
     const parts: string[] = [];
@@ -257,18 +264,20 @@ export class MetricsRenderer {
         (f.sample as (x: unknown, e: Emit) => void)(u.arg, (vals, v) => parts.push(sampleLine(f.name, f.labels, vals, v)));
       }
     }
+    const standard = (await processMetrics().getMetricsAsJSON()) as unknown as LegacyFamily[];
+    parts.push(...registryText(standard.filter((m) => familyEnabled(m.name, this.#filter)), format));
     return parts.join('');
   }
 
   async render(format: ExpositionFormat = 'prometheus'): Promise<string> {
     await this.sync();
-    return this.#head(this.store.get(), format) + this.#plain(format).toString('utf8');
+    return (await this.#head(this.store.get(), format)) + this.#plain(format).toString('utf8');
   }
 
   /** The /metrics answer in the negotiated format and encoding; the cached part is not copied. */
   async scrape(format: ExpositionFormat, encoding: 'gzip' | 'identity'): Promise<ScrapeBody> {
     await this.sync();
-    const head = Buffer.from(this.#head(this.store.get(), format), 'utf8');
+    const head = Buffer.from(await this.#head(this.store.get(), format), 'utf8');
     const contentType = format === 'openmetrics' ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE;
     if (encoding === 'identity') return { contentType, encoding, chunks: [head, this.#plain(format)] };
     const [tail, headGz] = await Promise.all([this.#gzip(format), gzip(head, { level: 1 })]);

@@ -63,15 +63,3 @@ export function counter<L extends string>(registry: Registry, name: string, help
 export function setCounter<L extends string>(c: Counter<L>, labels: Partial<Record<L, string>>, value: number): void {
   c.inc(labels, value);
 }
-
-/** One 0/1 series per known state plus the observed value when it is unknown (open enum). */
-export function setStateSet<L extends string>(
-  g: Gauge<L>,
-  labels: Partial<Record<L, string>>,
-  stateLabel: L,
-  known: readonly string[],
-  value: string,
-): void {
-  for (const s of known) g.set({ ...labels, [stateLabel]: s } as Partial<Record<L, string>>, s === value ? 1 : 0);
-  if (!known.includes(value)) g.set({ ...labels, [stateLabel]: value } as Partial<Record<L, string>>, 1);
-}

@@ -81,7 +81,7 @@ export class ServicesMetrics implements MetricsSection {
     const S = ['service'] as const;
     this.#providers = gauge(r, 'hypha_serve_service_providers', 'Live providers of the watched service (registrations in its workspace).', S);
     this.#providerInfo = gauge(r, 'hypha_serve_service_provider_info', 'One series per live provider of the watched service; always 1.', [...S, 'client_id']);
-    this.#resolvedInfo = gauge(r, 'hypha_serve_service_resolved_info', 'Client id a fresh getService on the current connection resolved to this cycle; always 1.', [...S, 'client_id']);
+    this.#resolvedInfo = gauge(r, 'hypha_serve_service_resolved_info', 'Client id a fresh getServiceInfo on the current connection resolved to this cycle; always 1.', [...S, 'client_id']);
     this.#cachedInfo = gauge(r, 'hypha_serve_service_cached_info', 'Client id a long-lived proxy addresses (holder="exporter": the exporter\'s own canary); always 1.', [...S, 'holder', 'client_id']);
     this.#cachedStale = gauge(r, 'hypha_serve_service_cached_stale', '1 when the cached client id of the holder is not among the live providers.', [...S, 'holder']);
     this.#changes = counter(r, 'hypha_serve_service_client_id_changes_total', 'Cycles in which the set of provider client ids differed from the previous cycle\'s.', S);

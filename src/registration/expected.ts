@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { ClusterMapping, TemplateMapping } from '../config/hypha-schema';
 import type { ServeApp } from '../snapshot/types';
-import { parseServiceId, splitWorkspace } from '../util/hypha-id';
+import { parseServiceId } from '../util/hypha-id';
 import type { WorkerSample } from '../snapshot/registration';
 
 /** The service a Serve app is expected to have in Hypha. */
@@ -19,7 +19,6 @@ export interface ExpectedService {
   workerClientId?: string;
 }
 
-export { BIOENGINE_PROXY_DEPLOYMENT } from '../serve/judgement';
 import { BIOENGINE_PROXY_DEPLOYMENT } from '../serve/judgement';
 
 /** BioEngine's proxy client id: `{workerClientId}-{sha1(app)[:8]}` (the ProxyDeployment registers under it). */
@@ -49,7 +48,9 @@ export interface WorkerDirectory {
  * get_status fails now and then, guessing would move the expected id
  * old → * → new → old and restart every pending page.
  */
-export function workerClientIdFor(app: string, workspace: string, configured: string | undefined, dir: WorkerDirectory, lastKnown?: string): string | undefined {
+export function workerClientIdFor(
+  app: string, workspace: string, configured: string | undefined, dir: WorkerDirectory, lastKnown?: string,
+): string | undefined {
   if (configured) return configured;
   const reporting = dir.samples.filter((w) => w.workspace === workspace && w.up);
   for (const w of reporting) {
@@ -93,17 +94,4 @@ export function expectedService(
   // The schema admits only templates of this shape; an app name that breaks it (a ":" in {app}) maps to nothing.
   if (!id) return undefined;
   return { cluster, app: app.name, mapping: 'template', workspace: id.workspace, clientId: id.clientId === '*' ? undefined : id.clientId, serviceId: id.serviceId, label: text };
-}
-
-/** Workspaces the mappings can point at, given the connection's (listed every cycle). */
-export function mappedWorkspaces(mappings: readonly ClusterMapping[], connectionWorkspace: string): string[] {
-  const out = new Set<string>([connectionWorkspace]);
-  for (const m of mappings) {
-    if (m.bioengine.enabled) out.add(m.bioengine.workspace ?? connectionWorkspace);
-    for (const t of m.templates) {
-      const ws = splitWorkspace(t.service).workspace ?? '';
-      out.add(ws === '{workspace}' ? (t.workspace ?? connectionWorkspace) : ws);
-    }
-  }
-  return [...out];
 }

@@ -1,5 +1,5 @@
-import type { ClusterMapping } from '../config/hypha-schema';
-import type { Logger } from '../log';
+import type { ClusterRegistration } from '../config/cluster-mappings';
+import type { Logger } from '../util/log';
 import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, AttributedWorker, RegistrationHistory, WorkerSample } from '../snapshot/registration';
 import type { SnapshotStore } from '../snapshot/store';
@@ -8,7 +8,7 @@ import { CauseConfirmation } from './confirm';
 import { expectedService, ExpectedService, WorkerDirectory } from './expected';
 import { matchProviders, ProviderIndex, RegistrationTracker, settlingAfterReconnect } from './tracker';
 import { TransitionLog } from './transition-log';
-import { BIOENGINE_WORKER_TYPE, clusterOfWorker, WorkerMappingFacts } from './workers';
+import { BIOENGINE_WORKER_TYPE, clusterOfWorker, WorkerMappingFacts } from '../sources/hypha/workers';
 
 /** How long a lost registration may wait for a Serve sample that can explain it (see CauseConfirmation). */
 const CAUSE_CONFIRM_MAX_MS = 3000;
@@ -19,11 +19,7 @@ export interface FreshServeSamples {
 }
 
 /** One Ray cluster's mapping and the Hypha server its apps register on. */
-export interface StageCluster {
-  cluster: string;
-  hypha: string;
-  mapping: ClusterMapping;
-}
+export type StageCluster = ClusterRegistration;
 
 export interface StageConfig {
   clusters: readonly StageCluster[];
@@ -183,7 +179,10 @@ export class RegistrationStage {
 
   #logTransitions(next: readonly AppRegistration[], s: Snapshot): void {
     for (const { a, seenBefore } of this.#transitionLog.due(next, (cluster) => s.ray.get(cluster)?.state?.requestedSeconds)) {
-      const fields = { cluster: a.cluster, app: a.app, hypha: a.hypha, service: a.service, state: a.state, provider_client_id: a.providerClientId, mismatch: a.clientIdMismatch };
+      const fields = {
+        cluster: a.cluster, app: a.app, hypha: a.hypha, service: a.service, state: a.state,
+        provider_client_id: a.providerClientId, mismatch: a.clientIdMismatch,
+      };
       if (a.registered) this.log.info(fields, seenBefore ? 'hypha registration changed' : 'hypha registration present');
       else if (a.state === 'not_running') this.log.info(fields, 'hypha registration not due: app not running');
       else this.log.warn(fields, 'hypha registration missing');

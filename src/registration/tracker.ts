@@ -194,7 +194,8 @@ export class RegistrationTracker {
       } else {
         // Last seen registered before the reconnect: it has been missing at
         // least since we could look again, not only since the settle ended.
-        const seenBeforeReconnect = input.afterReconnect && h.registered === true && h.lastEvaluatedSeconds !== undefined && h.lastEvaluatedSeconds < input.connectedSeconds;
+        const seenBeforeReconnect = input.afterReconnect && h.registered === true
+          && h.lastEvaluatedSeconds !== undefined && h.lastEvaluatedSeconds < input.connectedSeconds;
         if (h.missingSinceSeconds === undefined && seenBeforeReconnect) h.spellAfterReconnect = true;
         const verdict = judgeMissing(app, h);
         state = this.#wakeGrace(h, verdict.state, input.nowSeconds);

@@ -1,8 +1,8 @@
 import express, { Express, Request, Response } from 'express';
-import type { Exporter } from '../exporter';
-import type { Logger } from '../log';
+import type { Exporter } from '../exporter/exporter';
+import type { Logger } from '../util/log';
 import { basicAuth } from './web-config';
-import { statusPageRouter } from '../status-page/routes';
+import { statusPageRouter } from './status-page-routes';
 import { statusApiRouter } from './status-api';
 import { negotiateEncoding, negotiateFormat } from '../metrics/negotiate';
 

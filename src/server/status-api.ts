@@ -1,8 +1,8 @@
 import { Router } from 'express';
-import type { Exporter } from '../exporter';
-import type { Logger } from '../log';
+import type { Exporter } from '../exporter/exporter';
+import type { Logger } from '../util/log';
 import { buildStatus } from '../status-page/build';
-import { REVISION, VERSION } from '../version';
+import { REVISION, VERSION } from '../util/version';
 
 /** GET /api/v1/status: the status page's data as versioned JSON (docs/status-api.schema.json). */
 export function statusApiRouter(exporter: Exporter, log: Logger): Router {

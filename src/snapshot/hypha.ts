@@ -66,8 +66,3 @@ export interface HyphaServerSample {
   /** Listing entries Hypha returned that could not be read (dropped, counted). */
   malformedTotal: number;
 }
-
-/** Registry entries seen, per listed workspace (status page). */
-export function servicesByWorkspace(h: HyphaServerSample): Record<string, number> {
-  return Object.fromEntries([...h.registry].map(([ws, list]) => [ws, list.length]));
-}

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import type { Logger } from '../log';
+import type { Logger } from '../util/log';
 import { REGISTRATION_STATES } from './registration';
 import { serverIdKey, type Restored } from './restored';
 import type { SnapshotStore } from './store';
@@ -72,7 +72,9 @@ export function persistedStateOf(s: Snapshot, nowSeconds: number): PersistedStat
   }
   // lastEvaluatedSeconds moves on every evaluation and only matters within one process (a reconnect):
   // left out, the file changes only when a history does, not after every sample.
-  const registration = (s.registration?.apps ?? []).map((a) => ({ cluster: a.cluster, app: a.app, history: { ...a.history, lastEvaluatedSeconds: undefined } }));
+  const registration = (s.registration?.apps ?? []).map((a) => ({
+    cluster: a.cluster, app: a.app, history: { ...a.history, lastEvaluatedSeconds: undefined },
+  }));
   const serverIds: NonNullable<PersistedState['serverIds']> = {};
   for (const [name, h] of s.hypha ?? []) if (h.serverIds?.current !== undefined) serverIds[serverIdKey('hypha', name)] = h.serverIds;
   for (const [service, w] of s.services ?? []) if (w.serverIds?.current !== undefined) serverIds[serverIdKey('service', service)] = w.serverIds;

@@ -111,7 +111,7 @@ export interface WatchedServiceSample {
   health: SourceHealth;
   /** Client ids of the live providers, sorted; undefined when the listing failed this cycle. */
   providers?: string[];
-  /** Client id a fresh getService gave this cycle; undefined when resolution failed or was not attempted. */
+  /** Client id a fresh getServiceInfo gave this cycle; undefined when resolution failed or was not attempted. */
   resolvedClientId?: string;
   resolveError?: string;
   /** The canary first (when enabled), then configured holders in config order. */

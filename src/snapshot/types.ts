@@ -1,7 +1,7 @@
 import type { SourceHealth } from './health';
 import type { HyphaServerSample } from './hypha';
 import type { RayClusterSample } from './ray';
-import type { RegistrationSample } from './registration';
+import type { AppRegistration, RegistrationSample } from './registration';
 import type { Restored } from './restored';
 import type { WatchedServiceSample } from './services';
 
@@ -35,4 +35,13 @@ export function sourceHealths(s: Snapshot): SourceHealth[] {
   for (const w of s.services?.values() ?? []) out.push(w.health);
   for (const h of s.hypha?.values() ?? []) out.push(h.health);
   return out;
+}
+
+/**
+ * Whether an app's registration verdict is a fact: its Ray cluster's and its Hypha server's sources are
+ * up and the registry has settled after a reconnect. Otherwise the verdict is unknown: metrics leave its
+ * series out and the status page shows "unknown" (unknown never pages and never un-pages).
+ */
+export function registrationKnown(s: Snapshot, a: AppRegistration): boolean {
+  return s.hypha?.get(a.hypha)?.health.up === true && s.ray.get(a.cluster)?.health.up === true && a.settled;
 }

@@ -11,8 +11,9 @@ const SECRET_KEY = crypto.randomBytes(32);
  * Stable text of a config fragment: equal for equal configs, different whenever anything that
  * should restart a source differs. JSON.stringify alone would see every Secret as "<secret>" (its
  * toJSON hides the value, so a changed token would not restart anything), every RegExp as {} and
- * every Map or Set as {}. A token file is fingerprinted by its path: its content is re-read in place. Object keys are sorted, so the order a loader happens to build them in
- * does not matter; array order does (it is config order).
+ * every Map or Set as {}. A token file is fingerprinted by its path: its content is re-read in place.
+ * Object keys are sorted, so the order a loader happens to build them in does not matter; array
+ * order does (it is config order).
  */
 export function fingerprint(v: unknown): string {
   return JSON.stringify(canonical(v)) ?? 'undefined';

@@ -1,4 +1,4 @@
-import type { Logger } from '../log';
+import type { Logger } from '../util/log';
 import { credentialStatus } from '../config/credential-file';
 import { failedHealth, newSourceHealth, SampleErrorReason, SourceHealth, SourceKind } from '../snapshot/health';
 import type { Secret } from '../util/secret';
@@ -52,7 +52,9 @@ export class HealthBook {
     this.#credential?.refresh();
     const now = credentialStatus(this.#credential);
     const was = this.#health.credential;
-    if (now && (was?.lastReadSeconds !== now.lastReadSeconds || was.readErrorsTotal !== now.readErrorsTotal || was.problem !== now.problem || was.changesTotal !== now.changesTotal)) {
+    const changed = was?.lastReadSeconds !== now?.lastReadSeconds || was?.readErrorsTotal !== now?.readErrorsTotal
+      || was?.problem !== now?.problem || was?.changesTotal !== now?.changesTotal;
+    if (now && changed) {
       const fields = { ...this.#fields, file: now.file };
       if (now.readErrorsTotal > (was?.readErrorsTotal ?? 0) && now.problem !== undefined) {
         this.#log.warn({ ...fields, problem: now.problem }, `${this.#label} token file cannot be read; keeping the last token read`);

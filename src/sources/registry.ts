@@ -1,10 +1,8 @@
 import type { Config } from '../config/load';
-import type { Logger } from '../log';
+import type { Logger } from '../util/log';
 import type { SnapshotStore } from '../snapshot/store';
 import type { SourceKind } from '../snapshot/health';
 import type { Source } from './poller';
-import { fingerprint } from './fingerprint';
-import { RayServeSource } from './ray-serve/source';
 
 /** A source the current config asks for; the fingerprint decides whether a reload restarts it. */
 export interface DesiredSource {
@@ -17,11 +15,3 @@ export interface DesiredSource {
 }
 
 export type SourcePlanner = (cfg: Config, store: SnapshotStore, log: Logger) => DesiredSource[];
-
-export const planRaySources: SourcePlanner = (cfg, store, log) =>
-  cfg.rayClusters.map((c) => ({
-    key: `ray/${c.name}`,
-    kind: 'ray',
-    fingerprint: fingerprint(c),
-    create: () => new RayServeSource(c, store, log.child({ source: 'ray', target: c.name })),
-  }));

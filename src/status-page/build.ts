@@ -150,7 +150,9 @@ function sourceV1(h: SourceHealth, now: number): SourceV1 {
   if (!isKnown(h)) out.pending = true;
   if (h.credential) {
     const c = h.credential;
-    out.credential = { file: c.file, last_read_at: c.lastReadSeconds, read_errors_total: c.readErrorsTotal, ...(c.problem !== undefined ? { problem: c.problem } : {}) };
+    out.credential = {
+      file: c.file, last_read_at: c.lastReadSeconds, read_errors_total: c.readErrorsTotal, ...(c.problem !== undefined ? { problem: c.problem } : {}),
+    };
   }
   return out;
 }

@@ -4,8 +4,6 @@
 //
 // Version 1 may gain optional fields; removing or renaming one needs version 2.
 
-export const STATUS_API_VERSION = 1;
-
 /** Ordering of everything on the page: critical first. */
 export type Severity = 'critical' | 'warning' | 'unknown' | 'ok';
 export const SEVERITY_ORDER: readonly Severity[] = ['critical', 'warning', 'unknown', 'ok'];
@@ -121,8 +119,6 @@ export interface DeploymentV1 {
   autoscaling: boolean;
   scaled_to_zero: boolean;
 }
-
-export { REGISTRATION_STATES } from '../snapshot/registration';
 
 export interface RegistrationV1 {
   /** Name of the configured Hypha server the app is expected on (an optional field added to version 1). */

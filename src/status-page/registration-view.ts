@@ -1,4 +1,4 @@
-import type { ServeApp, Snapshot } from '../snapshot/types';
+import { registrationKnown, type ServeApp, type Snapshot } from '../snapshot/types';
 import type { ProblemV1, RegistrationV1, Severity, WorkerV1, WorkerViewV1 } from './model';
 import { isBioEngineApp } from '../registration/expected';
 import { registrationSeverity, worst } from './severity';
@@ -32,11 +32,13 @@ export function registrationInput(s: Snapshot): RegistrationInput | undefined {
   const r = s.registration;
   if (!r) return undefined;
   const apps = r.apps.map((a): AppRegistrationInput => {
-    // Withheld right after a reconnect, and meaningless while Hypha is down: unknown, not missing.
-    const hyphaUp = s.hypha?.get(a.hypha)?.health.up === true;
-    const known = hyphaUp && a.settled;
-    const out: AppRegistrationInput = { cluster: a.cluster, app: a.app, hypha: a.hypha, expectedServiceId: a.service, state: known ? a.state : 'unknown' };
-    if (!hyphaUp) out.cause = 'unknown while the Hypha source is down';
+    // Withheld right after a reconnect, and meaningless while the Hypha or Ray source is down: unknown, not missing.
+    const known = registrationKnown(s, a);
+    const out: AppRegistrationInput = {
+      cluster: a.cluster, app: a.app, hypha: a.hypha, expectedServiceId: a.service, state: known ? a.state : 'unknown',
+    };
+    if (s.hypha?.get(a.hypha)?.health.up !== true) out.cause = 'unknown while the Hypha source is down';
+    else if (s.ray.get(a.cluster)?.health.up !== true) out.cause = 'unknown while the Ray source is down';
     else if (!a.settled) out.cause = 'unknown: Hypha reconnected and providers are still re-registering';
     if (known && a.unregisteredSinceSeconds !== undefined) out.missingSinceSeconds = a.unregisteredSinceSeconds;
     if (a.providerClientId !== undefined) out.clientId = a.providerClientId;
@@ -45,7 +47,10 @@ export function registrationInput(s: Snapshot): RegistrationInput | undefined {
     // Only a worker tied to this app's cluster speaks for it: another cluster may run an app of the same name.
     const w = r.workers.find((x) => x.hypha === a.hypha && x.rayCluster === a.cluster && x.apps.some((y) => y.app === a.app));
     const wa = w?.apps.find((y) => y.app === a.app);
-    if (w && wa) out.worker = { worker: w.worker, up: w.up, appStatus: wa.status, ...(wa.serviceRegistered !== undefined ? { serviceRegistered: wa.serviceRegistered } : {}) };
+    if (w && wa) {
+      out.worker = { worker: w.worker, up: w.up, appStatus: wa.status };
+      if (wa.serviceRegistered !== undefined) out.worker.serviceRegistered = wa.serviceRegistered;
+    }
     return out;
   });
   return { apps, workers: r.workers.map((w) => ({ worker: w.worker, up: w.up, ...(w.error ? { error: w.error } : {}) })) };
@@ -91,7 +96,10 @@ export function registrationView(s: Snapshot): RegistrationView {
     forApp(cluster, app) {
       const r = byApp.get(`${cluster}\u0000${app.name}`);
       if (!r) return { severity: 'ok', problems: [] };
-      const registration: RegistrationV1 = { hypha: r.hypha, expected_service_id: r.expectedServiceId, state: r.state, cause: registrationCause(r.state, r.cause) + serveDetail(r.state, app, r.causeDeployments ?? []) };
+      const registration: RegistrationV1 = {
+        hypha: r.hypha, expected_service_id: r.expectedServiceId, state: r.state,
+        cause: registrationCause(r.state, r.cause) + serveDetail(r.state, app, r.causeDeployments ?? []),
+      };
       if (r.missingSinceSeconds !== undefined) registration.missing_since = r.missingSinceSeconds;
       if (r.clientId !== undefined) registration.client_id = r.clientId;
       if (r.clientIdMismatch !== undefined) registration.client_id_mismatch = r.clientIdMismatch;

@@ -292,6 +292,7 @@ async function rayStartFlags(rayBin: string): Promise<Set<string>> {
 }
 
 function stripAnsi(s: string): string {
+  // eslint-disable-next-line no-control-regex -- ANSI colour codes start with ESC
   return s.replace(/\x1b\[[0-9;]*m/g, '');
 }
 

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { Writable } from 'node:stream';
-import { Exporter } from '../../src/exporter';
-import type { Logger } from '../../src/log';
+import { Exporter } from '../../src/exporter/exporter';
+import type { Logger } from '../../src/util/log';
 import { tmpDir } from './tmp';
 
 /** A logger that keeps every line in memory, so tests can grep logs for secrets. */

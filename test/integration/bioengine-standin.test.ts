@@ -85,7 +85,11 @@ describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () 
   });
 
   it('registers `{ws}/{worker}-{sha1(app)[:8]}:{app}` (bioengine-app, public) and `{app}-rtc` (generic, public) from check_health', async () => {
-    await waitFor(`${ZERO} registered`, async () => (await services()).some((s) => s.id === ids(ZERO).ws), 240_000, 250);
+    // The proxy registers the two services one after the other: wait for both before reading the list.
+    await waitFor(`${ZERO} registered`, async () => {
+      const l = await services();
+      return l.some((s) => s.id === ids(ZERO).ws) && l.some((s) => s.id === ids(ZERO).rtc);
+    }, 240_000, 250);
     const list = await services();
     const ws = list.find((s) => s.id === ids(ZERO).ws);
     const rtc = list.find((s) => s.id === ids(ZERO).rtc);

@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CheckResultV1 } from '../../src/cli/check';
-import { Exporter } from '../../src/exporter';
-import { extensions } from '../../src/extensions';
+import { Exporter } from '../../src/exporter/exporter';
+import { extensions } from '../../src/exporter/extensions';
 import { STATE_FILE } from '../../src/snapshot/persisted';
 import { bioengineApp, bioengineServiceIds } from '../helpers/bioengine-apps';
 import { ensureBuilt, runCli } from '../helpers/cli';

@@ -3,7 +3,7 @@
 // (then recreated), and no unhandled promise rejection in the process throughout.
 // (Restart under a new id, server killed, wrong token, unknown workspace and server down
 // at start are in hypha-registration.test.ts; calls that never return in services-restart.)
-import { Exporter } from '../../src/exporter';
+import { Exporter } from '../../src/exporter/exporter';
 import { HyphaMetrics } from '../../src/metrics/hypha';
 import { planHyphaRegistration } from '../../src/sources/hypha/planner';
 import { memoryLogger, seriesValue } from '../helpers/exporter';

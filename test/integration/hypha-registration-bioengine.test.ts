@@ -5,7 +5,7 @@
 // at zero, never registered (deployed at zero), and pinned at min_replicas 1.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Exporter } from '../../src/exporter';
+import { Exporter } from '../../src/exporter/exporter';
 import { HyphaMetrics } from '../../src/metrics/hypha';
 import { planHyphaRegistration } from '../../src/sources/hypha/planner';
 import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';

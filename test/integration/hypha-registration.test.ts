@@ -2,7 +2,7 @@
 // exporter's metrics: event-driven detection, client-id mismatch and changes,
 // a Hypha restart with a new server id, and bad connection settings.
 import fs from 'node:fs';
-import { Exporter } from '../../src/exporter';
+import { Exporter } from '../../src/exporter/exporter';
 import { HyphaMetrics } from '../../src/metrics/hypha';
 import { ServicesMetrics } from '../../src/metrics/services';
 import { planHyphaRegistration } from '../../src/sources/hypha/planner';

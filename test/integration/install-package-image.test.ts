@@ -132,7 +132,7 @@ describe('install: npm package and container image against real Ray Serve', () =
     const files = packed[0].files.map((f) => f.path).sort();
     console.log(`npm pack: ${packed[0].filename}, ${packed[0].size} bytes packed, ${packed[0].unpackedSize} unpacked, ${files.length} files`);
     const allowed = [/^dist\/src\/.+\.js$/, /^rules\/[^/]+\.yml$/, /^dashboards\/json\/[^/]+\.json$/, /^docs\/config\.schema\.json$/,
-      /^deploy\/systemd\/hypha-serve-exporter\.(service|default)$/, /^package\.json$/, /^README\.md$/, /^CHANGELOG\.md$/, /^LICENSE$/];
+      /^deploy\/systemd\/hypha-serve-exporter(-credentials)?\.(service|default|path)$/, /^package\.json$/, /^README\.md$/, /^CHANGELOG\.md$/, /^LICENSE$/];
     expect(files.filter((f) => !allowed.some((re) => re.test(f)))).toEqual([]);
     for (const must of ['dist/src/main.js', 'rules/alerts.yml', 'rules/recording.yml', 'docs/config.schema.json', 'README.md', 'CHANGELOG.md', 'package.json',
       'deploy/systemd/hypha-serve-exporter.service', 'deploy/systemd/hypha-serve-exporter.default']) {

@@ -27,7 +27,6 @@ describe('real Ray Serve harness', () => {
   it('deploys, scales the worker to zero, wakes it by HTTP, and leaves no process behind', async () => {
     ray = await startRay();
     const cluster = ray;
-    // eslint-disable-next-line no-console
     console.log(`ray ${cluster.rayVersion}: start until Serve REST API answered ${cluster.startMs} ms`);
     expect(cluster.headNodeIp).toBe('127.0.0.1');
 

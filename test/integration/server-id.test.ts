@@ -6,8 +6,8 @@
 // confirmation for). One Hypha, one exporter, both cases in order.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Exporter } from '../../src/exporter';
-import { extensions } from '../../src/extensions';
+import { Exporter } from '../../src/exporter/exporter';
+import { extensions } from '../../src/exporter/extensions';
 import { buildStatus } from '../../src/status-page/build';
 import { memoryLogger, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';

@@ -3,8 +3,8 @@
 // providers is never "stale"; only a cached id that left the providers is.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Exporter } from '../../src/exporter';
-import { extensions } from '../../src/extensions';
+import { Exporter } from '../../src/exporter/exporter';
+import { extensions } from '../../src/exporter/extensions';
 import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';

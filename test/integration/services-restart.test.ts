@@ -2,8 +2,8 @@
 // (moto S3): the seed-003 incident reproduced by restarting Hypha without a
 // fixed --server-id, and the benign look-alike with a fixed one.
 import { hyphaWebsocketClient } from 'hypha-rpc';
-import { Exporter } from '../../src/exporter';
-import { extensions } from '../../src/extensions';
+import { Exporter } from '../../src/exporter/exporter';
+import { extensions } from '../../src/exporter/extensions';
 import { ensureWebSocketGlobal } from '../../src/sources/hypha/client';
 import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';

@@ -9,8 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hyphaWebsocketClient } from 'hypha-rpc';
-import { Exporter } from '../../src/exporter';
-import { extensions } from '../../src/extensions';
+import { Exporter } from '../../src/exporter/exporter';
+import { extensions } from '../../src/exporter/extensions';
 import { ensureWebSocketGlobal } from '../../src/sources/hypha/client';
 import { memoryLogger, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
@@ -232,10 +232,13 @@ ${extra}  - service: ${SVC2}
     try {
       await waitFor(`canary on ${from}`, async () => cachedId(await e.scrape(), SVC, 'exporter') === from, 60_000, 100);
       await reregister(from, 'standin-r');
-      let text = await waitFor('canary stale and probed', async () => {
+      // Also wait for the new provider to be listed: the old one leaving and the new one arriving may be
+      // sampled as two provider-set changes, and the counter compared below must have counted both.
+      let text = await waitFor('canary stale and probed, the new provider listed', async () => {
         const t = await e.scrape();
         return seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' }) === 1 &&
-          seriesValue(t, 'hypha_serve_service_probe_success', { ...S, via: 'cached' }) === 0 ? t : undefined;
+          seriesValue(t, 'hypha_serve_service_probe_success', { ...S, via: 'cached' }) === 0 &&
+          seriesValue(t, 'hypha_serve_service_provider_info', { ...S, client_id: 'standin-r' }) === 1 ? t : undefined;
       }, 30_000, 50);
       const staleSince = seriesValue(text, 'hypha_serve_service_cached_stale_since_timestamp_seconds', { ...S, holder: 'exporter' });
       expect(staleSince).toBeDefined();

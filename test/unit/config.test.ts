@@ -125,6 +125,7 @@ describe('source fingerprints', () => {
   it('change when a token changes and not otherwise', () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { fingerprint } = require('../../src/sources/fingerprint') as typeof import('../../src/sources/fingerprint');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { Secret } = require('../../src/util/secret') as typeof import('../../src/util/secret');
     const a = fingerprint({ url: 'x', token: new Secret('one') });
     expect(fingerprint({ url: 'x', token: new Secret('one') })).toBe(a);

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { checkHyphaRegistration, defaultClusterMapping, hyphaRegistrationSchema, resolveHyphaRegistration } from '../../src/config/hypha-schema';
-import { bioengineProxyClientId, expectedService, mappedWorkspaces, WorkerDirectory } from '../../src/registration/expected';
+import { bioengineProxyClientId, expectedService, WorkerDirectory } from '../../src/registration/expected';
+import { mappedWorkspaces } from '../../src/sources/hypha/workspaces';
 import { matchProviders, missingCause, ProviderIndex, RegistrationTracker, TrackerInput, WAKE_GRACE_SECONDS } from '../../src/registration/tracker';
-import { clusterOfWorker, parseWorkerApps, parseWorkerStatus } from '../../src/registration/workers';
+import { clusterOfWorker, parseWorkerApps, parseWorkerStatus } from '../../src/sources/hypha/workers';
 import { classify, conciseMessage } from '../../src/sources/hypha/errors';
 import { RegistryView } from '../../src/sources/hypha/registry-view';
 import { HyphaEvent, parseConnectionInfo, parseEvent, parseServiceList, ServiceInfo } from '../../src/sources/hypha/types';

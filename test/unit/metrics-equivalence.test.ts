@@ -147,8 +147,9 @@ async function legacyRender(s: Snapshot): Promise<string> {
 }
 
 // The exporter's process series and sample ages are the clock's, not the snapshot's (and the oracle
-// never had them): left out of the comparison, checked on their own below.
-const CLOCK = /^hypha_serve_(exporter_|source_sample_age_seconds)/;
+// never had them): left out of the comparison, checked on their own below. The standard process_*
+// and nodejs_* families (prom-client's default collectors) are the process's too.
+const CLOCK = /^(hypha_serve_(exporter_|source_sample_age_seconds)|process_|nodejs_)/;
 
 function comparable(text: string): Set<string> {
   return seriesSet(parseExposition(text).filter((x) => !CLOCK.test(x.name)));

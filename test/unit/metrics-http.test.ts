@@ -25,7 +25,7 @@ function get(url: string, headers: Record<string, string>, method = 'GET'): Prom
 }
 
 // Clock-dependent lines differ between two scrapes.
-const stable = (text: string) => [...seriesSet(parseExposition(text))].filter((l) => !/^hypha_serve_(exporter_|source_sample_age)/.test(l)).sort();
+const stable = (text: string) => [...seriesSet(parseExposition(text))].filter((l) => !/^(hypha_serve_(exporter_|source_sample_age)|process_|nodejs_)/.test(l)).sort();
 
 describe('negotiation rules', () => {
   it('picks OpenMetrics 1.0.0 only when preferred, gzip only with q > 0', () => {

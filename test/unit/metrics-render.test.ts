@@ -137,7 +137,7 @@ describe('pre-rendered lines per unit', () => {
       (s) => s.removeRayCluster('c'),
       (s) => s.setRayCluster(cluster('c', many(1))),
     ];
-    const strip = (x: string) => new Set([...seriesSet(parseExposition(x))].filter((l) => !/^hypha_serve_(exporter_|source_sample_age)/.test(l)));
+    const strip = (x: string) => new Set([...seriesSet(parseExposition(x))].filter((l) => !/^(hypha_serve_(exporter_|source_sample_age)|process_|nodejs_)/.test(l)));
     for (const step of steps) {
       step(store);
       const incremental = strip(await r.render());

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Exporter } from '../../src/exporter';
+import { Exporter } from '../../src/exporter/exporter';
 import { RegistrationTracker, TrackedRegistration, TrackerInput, ProviderIndex } from '../../src/registration/tracker';
 import { loadPersistedState, MAX_RESTORE_AGE_SECONDS, persistedStateOf, PersistedStateWriter, registrationKey, STATE_FILE } from '../../src/snapshot/persisted';
 import type { WatchedServiceSample } from '../../src/snapshot/services';

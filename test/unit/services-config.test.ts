@@ -39,7 +39,7 @@ describe('watched_services config', () => {
     const planned = planWatchedServices(cfg, new SnapshotStore(), log);
     expect(planned.map((p) => p.key)).toEqual(['service/public/artifact-manager', 'service/my-ws/my-svc']);
     expect(planned[0].fingerprint).not.toContain('secret-value-1234');
-    expect(cfg.secrets.map((s) => s.reveal())).toContain('secret-value-1234');
+    expect(cfg.hypha?.token?.reveal()).toBe('secret-value-1234');
     // A changed token restarts the sources (new fingerprint).
     const cfg2 = load(`${HYPHA}  bearer_token_env: TOK\nwatched_services:\n  - service: public/artifact-manager\n  - service: my-ws/my-svc\n`, { TOK: 'other-value-5678' });
     expect(planWatchedServices(cfg2, new SnapshotStore(), log)[0].fingerprint).not.toBe(planned[0].fingerprint);

@@ -15,7 +15,7 @@ import { SnapshotStore } from '../../src/snapshot/store';
 import { newSourceHealth } from '../../src/snapshot/types';
 import { buildStatus } from '../../src/status-page/build';
 import type { StatusV1 } from '../../src/status-page/model';
-import { TransitionRecorder } from '../../src/snapshot/transitions';
+import { TransitionRecorder } from '../../src/status-page/transitions';
 import { exporterWithConfig } from '../helpers/exporter';
 import { HyphaFixture, putHypha } from '../helpers/hypha-snapshot';
 import { startUpstream } from '../helpers/http-upstream';

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import ts from 'typescript';
 import { statusPageScript } from '../../src/status-page/browser/client';
-import { statusPageRouter } from '../../src/status-page/routes';
+import { statusPageRouter } from '../../src/server/status-page-routes';
 
 const ROOT = path.resolve(__dirname, '../..');
 const BROWSER_DIR = path.join(ROOT, 'src/status-page/browser');

@@ -1,13 +1,13 @@
 /**
  * One version, said the same everywhere: package.json, package-lock.json, what the exporter reports
- * (src/version.ts → --version, hypha_serve_exporter_build_info), the chart's appVersion and the top entry
+ * (src/util/version.ts → --version, hypha_serve_exporter_build_info), the chart's appVersion and the top entry
  * of CHANGELOG.md. A bump that forgets one of them (0.1.0 shipped contract v0.2) fails here.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/load';
-import { VERSION } from '../../src/version';
+import { VERSION } from '../../src/util/version';
 
 const root = path.join(__dirname, '..', '..');
 const read = (f: string) => fs.readFileSync(path.join(root, f), 'utf8');
@@ -35,7 +35,7 @@ describe('version', () => {
   const lock = JSON.parse(read('package-lock.json')) as { version: string; packages: Record<string, { version?: string }> };
   const changelog = read('CHANGELOG.md');
 
-  it('package.json, package-lock.json and src/version.ts agree', () => {
+  it('package.json, package-lock.json and src/util/version.ts agree', () => {
     expect(pkg.version).toMatch(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/);
     expect(lock.version).toBe(pkg.version);
     expect(lock.packages[''].version).toBe(pkg.version);

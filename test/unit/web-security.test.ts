@@ -1,6 +1,7 @@
 // TLS and basic auth through --web.config.file (exporter-toolkit format), and
 // a grep of every output for a Ray token, using the real CLI and a real TLS client.
 import { execFileSync, spawn, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import https from 'node:https';
 import bcrypt from 'bcryptjs';
 import { ensureBuilt, runCli } from '../helpers/cli';
@@ -33,7 +34,7 @@ describe('web security', () => {
     sh('openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj "/CN=127.0.0.1" 2>/dev/null');
     t.write('ext.cnf', 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
     sh('openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out srv.crt -days 2 -extfile ext.cnf 2>/dev/null');
-    ca = require('node:fs').readFileSync(`${t.dir}/ca.crt`, 'utf8') as string;
+    ca = fs.readFileSync(`${t.dir}/ca.crt`, 'utf8');
   });
   afterAll(() => t.cleanup());
 

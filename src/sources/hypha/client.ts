@@ -261,7 +261,10 @@ export class HyphaClient {
       this.#ensureLoop();
     });
     this.#log.info(
-      { generation: conn.generation, workspace: conn.workspace, client_id: conn.clientId, server_id: conn.info.serverId, hypha_version: conn.info.hyphaVersion },
+      {
+        generation: conn.generation, workspace: conn.workspace, client_id: conn.clientId,
+        server_id: conn.info.serverId, hypha_version: conn.info.hyphaVersion,
+      },
       this.#connects === 1 ? 'connected to hypha' : 'reconnected to hypha',
     );
     this.#state = 'up';

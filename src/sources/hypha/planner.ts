@@ -1,27 +1,8 @@
-import type { Config } from '../../config/load';
-import { defaultClusterMapping } from '../../config/hypha-schema';
-import type { StageConfig } from '../../registration/stage';
-import { mappedWorkspaces } from '../../registration/expected';
+import { clusterRegistrations } from '../../config/cluster-mappings';
 import { fingerprint } from '../fingerprint';
 import type { SourcePlanner } from '../registry';
 import { HyphaSource } from './source';
-
-/**
- * Each Ray cluster's mapping and the Hypha server it names (clusters without a mapping get the
- * BioEngine default on the first server); undefined when no Hypha server is configured.
- */
-export function registrationStageConfig(cfg: Config): StageConfig | undefined {
-  const first = cfg.hyphaServers[0];
-  if (!first) return undefined;
-  const reg = cfg.hyphaRegistration;
-  return {
-    reconnectSettleMs: reg.reconnectSettleMs,
-    clusters: cfg.rayClusters.map((c) => {
-      const mapping = reg.clusters.find((m) => m.cluster === c.name) ?? defaultClusterMapping(c.name);
-      return { cluster: c.name, hypha: mapping.hypha ?? first.name, mapping };
-    }),
-  };
-}
+import { mappedWorkspaces } from './workspaces';
 
 /**
  * One Hypha source per configured server. Its fingerprint leaves out the mappings and the Ray
@@ -29,10 +10,10 @@ export function registrationStageConfig(cfg: Config): StageConfig | undefined {
  * cluster or edits a mapping keeps the connection and its registry.
  */
 export const planHyphaRegistration: SourcePlanner = (cfg, store, log) => {
-  const stage = registrationStageConfig(cfg);
+  const registrations = clusterRegistrations(cfg);
   const { clusters: _mappings, reconnectSettleMs: _stageOnly, ...sampling } = cfg.hyphaRegistration;
   return cfg.hyphaServers.map((server) => {
-    const mappings = (stage?.clusters ?? []).filter((c) => c.hypha === server.name).map((c) => c.mapping);
+    const mappings = registrations.filter((c) => c.hypha === server.name).map((c) => c.mapping);
     return {
       key: `hypha/${server.name}`,
       kind: 'hypha',

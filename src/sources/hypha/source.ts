@@ -1,7 +1,7 @@
-import type { Logger } from '../../log';
+import type { Logger } from '../../util/log';
 import type { HyphaServerConfig } from '../../config/load';
 import type { HyphaRegistrationConfig } from '../../config/hypha-schema';
-import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from '../../registration/workers';
+import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from './workers';
 import type { HyphaServerSample } from '../../snapshot/hypha';
 import type { WorkerSample } from '../../snapshot/registration';
 import type { SnapshotStore } from '../../snapshot/store';
@@ -206,7 +206,9 @@ export class HyphaSource implements Source {
       this.#listedSeconds = Date.now() / 1000;
       this.#connectionsListed++;
     }
-    this.#health.succeeded((performance.now() - started) / 1000, { workspace: conn.workspace, server_id: conn.info.serverId, generation: conn.generation, listed: this.#registry.counts() });
+    this.#health.succeeded((performance.now() - started) / 1000, {
+      workspace: conn.workspace, server_id: conn.info.serverId, generation: conn.generation, listed: this.#registry.counts(),
+    });
     this.#publish();
   }
 

@@ -1,4 +1,4 @@
-import type { Logger } from '../../log';
+import type { Logger } from '../../util/log';
 import type { RayClusterConfig } from '../../config/load';
 import { SnapshotStore } from '../../snapshot/store';
 import { RayClusterSample, SampleErrorReason, ServeProxy } from '../../snapshot/types';
@@ -8,7 +8,7 @@ import { HealthBook } from '../health-book';
 import { httpGet } from '../http-get';
 import { Poller, Source } from '../poller';
 import { parseServeInstance } from './parse';
-import { VERSION } from '../../version';
+import { VERSION } from '../../util/version';
 
 const HEALTHZ_MAX_BYTES = 4096;
 const USER_AGENT = `hypha-serve-exporter/${VERSION}`;

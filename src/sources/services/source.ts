@@ -1,4 +1,4 @@
-import type { Logger } from '../../log';
+import type { Logger } from '../../util/log';
 import type { HolderConfig, ProbeCall, WatchedServiceConfig } from '../../config/services-schema';
 import type { SnapshotStore } from '../../snapshot/store';
 import { serverIdKey } from '../../snapshot/restored';
@@ -209,10 +209,14 @@ export class WatchedServiceSource implements Source {
     const holderProbes = this.cfg.holders.filter((h) => h.probe !== undefined && this.#holderProbeDue(h, nowSeconds)).map((h) => this.#probeHolder(conn, h));
     const [c, f, holders, hps] = await Promise.all([cachedProbe, freshProbe, Promise.all(holderReads), Promise.all(holderProbes)]);
     const results = [c, f?.result].filter((r): r is ProbeResult => r !== undefined);
-    const callEv = this.#state.applyCalls({ nowSeconds: Date.now() / 1000, probes: results, holders, holderProbes: hps, freshAttempts: f && f.attempts.length > 1 ? f.attempts : undefined });
+    const callEv = this.#state.applyCalls({
+      nowSeconds: Date.now() / 1000, probes: results, holders, holderProbes: hps, freshAttempts: f && f.attempts.length > 1 ? f.attempts : undefined,
+    });
     this.#logRelease(callEv);
 
-    for (const r of results) this.#logOutcome(r.via, r.outcome, { via: r.via, seconds: r.seconds, target: r.target, error: r.error, attempts: r.attempts });
+    for (const r of results) {
+      this.#logOutcome(r.via, r.outcome, { via: r.via, seconds: r.seconds, resolved_id: r.target, error: r.error, attempts: r.attempts });
+    }
     for (const r of hps) this.#logOutcome(`holder:${r.holder}`, r.outcome, { holder: r.holder, method: r.method, seconds: r.seconds, error: r.error });
     let holderFailures = 0;
     for (const h of holders) {
@@ -329,7 +333,8 @@ export class WatchedServiceSource implements Source {
       return { holder: h.name, method: p.method, outcome: 'ok', seconds: (performance.now() - t1) / 1000, atSeconds: Date.now() / 1000 };
     } catch (e) {
       const err = toHyphaError(e, `holder ${h.name} ${p.method}`, this.#secrets());
-      return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t1) / 1000, error: err.message, atSeconds: Date.now() / 1000 };
+      const seconds = (performance.now() - t1) / 1000;
+      return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds, error: err.message, atSeconds: Date.now() / 1000 };
     }
   }
 
@@ -355,7 +360,11 @@ export class WatchedServiceSource implements Source {
       providers: up ? st.providers : undefined,
       resolvedClientId: up ? this.#lastResolved.clientId : undefined,
       resolveError: up ? this.#lastResolved.error : undefined,
-      cached: up ? st.cached.map((c) => (c.stale === undefined || c.clientId === undefined ? c : { ...c, serverGone: c.stale && this.#serverIds.replacedServer(c.clientId) })) : [],
+      cached: up
+        ? st.cached.map((c) => (c.stale === undefined || c.clientId === undefined
+          ? c
+          : { ...c, serverGone: c.stale && this.#serverIds.replacedServer(c.clientId) }))
+        : [],
       clientIdChangesTotal: st.changesTotal,
       lastChangeSeconds: st.lastChangeSeconds,
       canaryReresolvesTotal: st.reresolvesTotal,

@@ -318,7 +318,9 @@ export class WatchState {
     const out: CachedHolder[] = [];
     const c = this.#canary;
     if (c) {
-      out.push({ holder: CANARY_HOLDER, clientId: c.clientId, stale: this.#isStale(c.clientId), staleSinceSeconds: c.staleSinceSeconds, sinceSeconds: c.sinceSeconds });
+      out.push({
+        holder: CANARY_HOLDER, clientId: c.clientId, stale: this.#isStale(c.clientId), staleSinceSeconds: c.staleSinceSeconds, sinceSeconds: c.sinceSeconds,
+      });
     }
     for (const h of this.#holders) {
       if (h.reading.clientId === undefined) {

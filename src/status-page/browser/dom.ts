@@ -4,6 +4,7 @@
 // serve its source text). The script takes every DOM type it names from here,
 // because the server program has no global one; server code must not import these.
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the server program's fallback, see above
 type DomClass<K extends string> = typeof globalThis extends Record<K, { prototype: infer T }> ? T : any;
 
 export type Window = DomClass<'Window'>;

@@ -1,9 +1,9 @@
-import type { Severity, TransitionV1 } from '../status-page/model';
-import { registrationInput } from '../status-page/registration-view';
-import { appStatusSeverity, registrationSeverity } from '../status-page/severity';
-import type { SnapshotStore } from './store';
-import type { Snapshot, SourceHealth } from './types';
-import { sourceHealths } from './types';
+import type { Severity, TransitionV1 } from './model';
+import { registrationInput } from './registration-view';
+import { appStatusSeverity, registrationSeverity } from './severity';
+import type { SnapshotStore } from '../snapshot/store';
+import type { Snapshot, SourceHealth } from '../snapshot/types';
+import { sourceHealths } from '../snapshot/types';
 
 // The snapshot's history: consecutive snapshots diffed into the state changes the status page and
 // /api/v1/status list. It lives beside the store because it is fed by every change of it; the page

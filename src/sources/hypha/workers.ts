@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { WorkerApp } from '../snapshot/registration';
+import type { WorkerApp } from '../../snapshot/registration';
 
 // Parsing what a BioEngine worker answers to get_status and get_app_status. Fields are
 // optional because older workers lack them and newer ones project them for

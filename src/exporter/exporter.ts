@@ -1,17 +1,18 @@
 import type { Registry } from 'prom-client';
-import { Config, ConfigError, loadConfig } from './config/load';
-import type { Logger } from './log';
-import { MetricsRenderer } from './metrics/renderer';
-import type { MetricsSection } from './metrics/section';
-import { RegistrationStage } from './registration/stage';
-import { loadPersistedState, PersistedStateWriter } from './snapshot/persisted';
-import { SnapshotStore } from './snapshot/store';
-import { TransitionRecorder } from './snapshot/transitions';
-import type { Source } from './sources/poller';
-import { registrationStageConfig } from './sources/hypha/planner';
-import { DesiredSource, planRaySources, SourcePlanner } from './sources/registry';
-import { errorMessage } from './util/errors';
-import { isKnown, sourceHealths } from './snapshot/types';
+import { Config, ConfigError, loadConfig } from '../config/load';
+import type { Logger } from '../util/log';
+import { MetricsRenderer } from '../metrics/renderer';
+import type { MetricsSection } from '../metrics/section';
+import { RegistrationStage } from '../registration/stage';
+import { loadPersistedState, PersistedStateWriter } from '../snapshot/persisted';
+import { SnapshotStore } from '../snapshot/store';
+import { TransitionRecorder } from '../status-page/transitions';
+import type { Source } from '../sources/poller';
+import { registrationStageConfig } from '../registration/stage-config';
+import { planRaySources } from '../sources/ray-serve/planner';
+import { DesiredSource, SourcePlanner } from '../sources/registry';
+import { errorMessage } from '../util/errors';
+import { isKnown, sourceHealths } from '../snapshot/types';
 
 export interface ExporterOptions {
   configFile: string;

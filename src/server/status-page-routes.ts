@@ -1,8 +1,8 @@
 import { Router } from 'express';
-import { VERSION } from '../version';
-import { statusPageScript } from './browser/client';
-import { FAVICON_SVG, PAGE_CSP, statusPageHtml } from './page';
-import { STATUS_CSS } from './styles';
+import { VERSION } from '../util/version';
+import { statusPageScript } from '../status-page/browser/client';
+import { FAVICON_SVG, PAGE_CSP, statusPageHtml } from '../status-page/page';
+import { STATUS_CSS } from '../status-page/styles';
 
 /** GET / (the operator status page) and its two static files. */
 export function statusPageRouter(): Router {
