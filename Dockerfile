@@ -57,7 +57,8 @@ COPY deploy/container/config.yml /etc/hypha-serve-exporter/config.yml
 # who gets code execution with one tool fewer. Last build step: nothing after it needs /bin/sh.
 RUN ["/bin/rm", "-f", "/bin/sh", "/bin/bash", "/bin/dash", "/usr/bin/sh", "/usr/bin/bash", "/usr/bin/dash", "/bin/rbash", "/usr/bin/rbash"]
 # Memory: a small young generation and glibc returning large blocks keep RSS near the live heap
-# (measured: 182 → 97 MB at 1,000 apps, BENCHMARKS.md).
+# (measured: 182 → 97 MB at 1,000 apps, BENCHMARKS.md). With both set the bin does not relaunch itself
+# to apply them (src/cli/relaunch.ts).
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=1 \
     MALLOC_MMAP_THRESHOLD_=131072 \
