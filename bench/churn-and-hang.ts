@@ -7,6 +7,7 @@ import pino from 'pino';
 import { Exporter } from '../src/exporter/exporter';
 import { servePayload } from './serve-payload';
 import { quantile } from './stats';
+import { scrapeText } from '../test/helpers/exporter';
 
 async function withUpstream<T>(handler: http.RequestListener, fn: (url: string) => Promise<T>): Promise<T> {
   const sockets = new Set<import('node:net').Socket>();
@@ -40,21 +41,21 @@ export async function churn(cycles: number): Promise<{ cycles: number; rssBefore
     exporter.start();
     await exporter.settled();
     const count = (t: string) => t.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
-    const seriesFirst = count(await exporter.metrics.render());
+    const seriesFirst = count(await scrapeText(exporter.metrics));
     const warm = Math.min(500, cycles / 10);
-    for (let i = 0; i < warm; i++) { seed++; await exporter.sampleAll(); await exporter.metrics.render(); }
+    for (let i = 0; i < warm; i++) { seed++; await exporter.sampleAll(); await scrapeText(exporter.metrics); }
     global.gc?.();
     const before = process.memoryUsage();
     const t0 = performance.now();
     for (let i = 0; i < cycles; i++) {
       seed++;
       await exporter.sampleAll();
-      await exporter.metrics.render();
+      await scrapeText(exporter.metrics);
     }
     const ms = performance.now() - t0;
     global.gc?.();
     const after = process.memoryUsage();
-    const seriesLast = count(await exporter.metrics.render());
+    const seriesLast = count(await scrapeText(exporter.metrics));
     await exporter.stop();
     cleanup();
     return { cycles, rssBeforeMb: before.rss / 1048576, rssAfterMb: after.rss / 1048576, heapBeforeMb: before.heapUsed / 1048576, heapAfterMb: after.heapUsed / 1048576, seriesFirst, seriesLast, ms };
@@ -77,12 +78,12 @@ export async function scrapeDuringHang(scrapes: number): Promise<{ p50: number; 
     const xs: number[] = [];
     for (let i = 0; i < scrapes; i++) {
       const t0 = performance.now();
-      await exporter.metrics.render();
+      await scrapeText(exporter.metrics);
       xs.push(performance.now() - t0);
       await new Promise((r) => setTimeout(r, 5));
     }
     xs.sort((a, b) => a - b);
-    const text = await exporter.metrics.render();
+    const text = await scrapeText(exporter.metrics);
     const up = /hypha_serve_source_up\{source="ray",target="bench"\} (\d)/.exec(text)?.[1] ?? '?';
     void inFlight;
     await exporter.stop().catch(() => undefined);

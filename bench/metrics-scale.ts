@@ -11,6 +11,7 @@ import pino from 'pino';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { Exporter } from '../src/exporter/exporter';
 import { servePayload } from './serve-payload';
+import { scrapeText } from '../test/helpers/exporter';
 
 type Payload = { applications: Record<string, { last_deployed_time_s: number; deployments: Record<string, { status: string }> }> };
 
@@ -115,7 +116,7 @@ export async function metricsScale(apps: number, rounds = 15): Promise<MetricsSc
   exporter.start();
   await exporter.settled();
   await exporter.metrics.scrape('prometheus', 'gzip');
-  const text = await exporter.metrics.render();
+  const text = await scrapeText(exporter.metrics);
   const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
   const floor = floorRegistry(text);
   await floor.metrics();

@@ -11,7 +11,6 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { Exporter } from '../src/exporter/exporter';
-import { extensions } from '../src/exporter/extensions';
 import { HyphaConnection } from '../src/sources/hypha/client';
 import { startHypha } from '../test/harness/hypha';
 import { registerMany } from '../test/harness/hypha-registrant';
@@ -20,6 +19,7 @@ import { waitFor } from '../test/harness/proc';
 import { servePayload } from './serve-payload';
 import { ShippedResult, shippedTimeToPage } from './shipped-replay';
 import { quantile, writeSection } from './stats';
+import { scrapeText } from '../test/helpers/exporter';
 
 const f1 = (x: number) => x.toFixed(1);
 
@@ -50,7 +50,7 @@ async function rayVsExporter(): Promise<string> {
   const ray = await startRay();
   const cfg = configFile(`ray_clusters:\n  - name: bench\n    dashboard_url: ${ray.dashboardUrl}\n    interval: 2s\n`);
   const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }) });
-  const srv = http.createServer(async (_req, res) => { res.end(await exporter.metrics.render()); });
+  const srv = http.createServer(async (_req, res) => { res.end(await scrapeText(exporter.metrics)); });
   try {
     await ray.deploy(rayAppConfig('two-step.yaml'));
     await ray.waitApp('two-step', (a) => a.status === 'RUNNING', 180_000);
@@ -117,10 +117,10 @@ async function hyphaScale(sizes: number[]): Promise<string> {
         '      templates: [{service: "{workspace}/*:{app}"}]',
         '',
       ].join('\n'));
-      const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }), env: { HYPHA_TOKEN: hypha.rootToken }, ...extensions() });
+      const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }), env: { HYPHA_TOKEN: hypha.rootToken } });
       exporter.start();
       await exporter.settled();
-      await waitFor('registered series', async () => (await exporter.metrics.render()).includes('hypha_serve_app_registered{'), 120_000, 500);
+      await waitFor('registered series', async () => (await scrapeText(exporter.metrics)).includes('hypha_serve_app_registered{'), 120_000, 500);
       for (const k of Object.keys(calls)) delete calls[k];
       const cycles = 10;
       const times: number[] = [];
@@ -131,7 +131,7 @@ async function hyphaScale(sizes: number[]): Promise<string> {
       }
       times.sort((a, b) => a - b);
       const t0 = performance.now();
-      const text = await exporter.metrics.render();
+      const text = await scrapeText(exporter.metrics);
       const renderMs = performance.now() - t0;
       const registered = (text.match(/^hypha_serve_app_registered\{.*\} 1$/gm) ?? []).length;
       const perCycle = Object.entries(calls).map(([k, v]) => `${k} ${v / cycles}`).join(', ') || 'none';

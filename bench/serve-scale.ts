@@ -8,6 +8,7 @@ import { Exporter } from '../src/exporter/exporter';
 import { servePayload } from './serve-payload';
 import { timeIt } from './stats';
 import { floorRegistry } from './metrics-scale';
+import { scrapeText } from '../test/helpers/exporter';
 
 export interface ServeScaleResult {
   apps: number;
@@ -49,7 +50,7 @@ export async function serveScale(apps: number, rounds = 20): Promise<ServeScaleR
     which = 1 - which;
     await exporter.sampleAll();
     const t0 = performance.now();
-    await exporter.metrics.render();
+    await scrapeText(exporter.metrics);
     return performance.now() - t0;
   });
   // timeIt above measured sample+render; measure the render part alone on fresh snapshots:
@@ -58,13 +59,13 @@ export async function serveScale(apps: number, rounds = 20): Promise<ServeScaleR
     which = 1 - which;
     await exporter.sampleAll();
     const t0 = performance.now();
-    await exporter.metrics.render();
+    await scrapeText(exporter.metrics);
     rebuildTimes.push(performance.now() - t0);
   }
   rebuildTimes.sort((a, b) => a - b);
   void renderAfterSample;
-  const renderSteady = await timeIt(rounds, () => exporter.metrics.render());
-  const text = await exporter.metrics.render();
+  const renderSteady = await timeIt(rounds, () => scrapeText(exporter.metrics));
+  const text = await scrapeText(exporter.metrics);
   const floor = floorRegistry(text);
   const floorT = await timeIt(rounds, () => floor.metrics());
   const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;

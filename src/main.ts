@@ -64,9 +64,9 @@ async function main(): Promise<void> {
 }
 
 async function serve(flags: Flags): Promise<void> {
-  const [http, https, { ConfigError }, { Exporter }, { createLogger }, { createApp }, { loadWebConfig }, { extensions }] = await Promise.all([
+  const [http, https, { ConfigError }, { Exporter }, { createLogger }, { createApp }, { loadWebConfig }] = await Promise.all([
     import('node:http'), import('node:https'), import('./config/load'), import('./exporter/exporter'), import('./util/log'),
-    import('./server/app'), import('./server/web-config'), import('./exporter/extensions'),
+    import('./server/app'), import('./server/web-config'),
   ]);
   let web: WebConfig = {};
   if (flags.webConfigFile !== undefined) {
@@ -78,8 +78,8 @@ async function serve(flags: Flags): Promise<void> {
     }
   }
   const log = createLogger(flags.logLevel);
-  const exporter = new Exporter({ configFile: flags.configFile, log, storagePath: flags.storagePath, ...extensions() });
-  exporter.metrics.setFilter({ allow: flags.metricAllowlist, deny: flags.metricDenylist });
+  const filter = { allow: flags.metricAllowlist, deny: flags.metricDenylist };
+  const exporter = new Exporter({ configFile: flags.configFile, log, storagePath: flags.storagePath, filter });
   try {
     exporter.start();
   } catch (e) {

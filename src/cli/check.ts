@@ -1,6 +1,5 @@
 import { ConfigError, loadConfig } from '../config/load';
 import { Exporter } from '../exporter/exporter';
-import { extensions } from '../exporter/extensions';
 import { createLogger } from '../util/log';
 import type { AppV1, SourceV1, WatchedServiceV1 } from '../status-page/model';
 import { buildStatus } from '../status-page/build';
@@ -70,7 +69,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Runs the check; writes its report to `out` and returns the exit code. */
 export async function runCheck(flags: CheckFlags, out: (text: string) => void, err: (text: string) => void): Promise<number> {
   const log = createLogger(flags.logLevel);
-  const exporter = new Exporter({ configFile: flags.configFile, log, storagePath: flags.storagePath, storageReadOnly: true, ...extensions() });
+  const exporter = new Exporter({ configFile: flags.configFile, log, storagePath: flags.storagePath, storageReadOnly: true });
   try {
     exporter.start();
   } catch (e) {

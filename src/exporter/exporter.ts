@@ -1,8 +1,6 @@
-import type { Registry } from 'prom-client';
 import { Config, ConfigError, loadConfig } from '../config/load';
 import type { Logger } from '../util/log';
-import { MetricsRenderer } from '../metrics/renderer';
-import type { MetricsSection } from '../metrics/section';
+import { FamilyFilter, MetricsRenderer } from '../metrics/renderer';
 import { RegistrationStage } from '../registration/stage';
 import { loadPersistedState, PersistedStateWriter } from '../snapshot/persisted';
 import { SnapshotStore } from '../snapshot/store';
@@ -10,7 +8,9 @@ import { TransitionRecorder } from '../status-page/transitions';
 import type { Source } from '../sources/poller';
 import { registrationStageConfig } from '../registration/stage-config';
 import { planRaySources } from '../sources/ray-serve/planner';
-import { DesiredSource, SourcePlanner } from '../sources/registry';
+import type { DesiredSource, SourcePlanner } from '../sources/registry';
+import { planWatchedServices } from '../sources/services/planner';
+import { planHyphaRegistration } from '../sources/hypha/planner';
 import { errorMessage } from '../util/errors';
 import { isKnown, sourceHealths } from '../snapshot/types';
 
@@ -18,14 +18,16 @@ export interface ExporterOptions {
   configFile: string;
   log: Logger;
   env?: NodeJS.ProcessEnv;
-  /** Additional source planners and metric sections (Hypha, watched services). */
-  planners?: SourcePlanner[];
-  sections?: ((r: Registry) => MetricsSection)[];
+  /** --metric-allowlist / --metric-denylist. */
+  filter?: FamilyFilter;
   /** --storage.path: where witnesses and registration history survive a restart (undefined: memory only). */
   storagePath?: string;
   /** Continue from storagePath but never write it (`check` beside a running exporter that owns it). */
   storageReadOnly?: boolean;
 }
+
+/** Every kind of source the configuration can ask for: Ray Serve clusters, Hypha registries, watched services. */
+const PLANNERS: readonly SourcePlanner[] = [planRaySources, planWatchedServices, planHyphaRegistration];
 
 export interface ReloadResult {
   ok: boolean;
@@ -45,15 +47,13 @@ export class Exporter {
   readonly registration: RegistrationStage;
   #config: Config | undefined;
   readonly #sources = new Map<string, { fingerprint: string; source: Source }>();
-  readonly #planners: SourcePlanner[];
   #firstCycle: Promise<unknown> = Promise.resolve();
   #stateWriter: PersistedStateWriter | undefined;
   #ready = false;
   #readyLatched = false;
 
   constructor(private readonly opts: ExporterOptions) {
-    this.metrics = new MetricsRenderer(this.store, opts.sections ?? []);
-    this.#planners = [planRaySources, ...(opts.planners ?? [])];
+    this.metrics = new MetricsRenderer(this.store, opts.filter);
     this.registration = new RegistrationStage(this.store, { request: (cluster) => this.#sampleRayFresh(cluster) }, opts.log.child({ stage: 'registration' }));
   }
 
@@ -89,7 +89,7 @@ export class Exporter {
     this.registration.start();
     // Sources took what they continue from in their constructors; a later reload must not reuse it.
     if (this.store.get().restored) this.store.setRestored(undefined);
-    this.metrics.exporter.recordReload(true, Date.now() / 1000);
+    this.store.recordReload(true, Date.now() / 1000);
     this.opts.log.info({ file: cfg.file, ray_clusters: cfg.rayClusters.length }, 'configuration loaded');
   }
 
@@ -97,11 +97,11 @@ export class Exporter {
     try {
       const cfg = loadConfig(this.opts.configFile, this.opts.env);
       this.#apply(cfg);
-      this.metrics.exporter.recordReload(true, Date.now() / 1000);
+      this.store.recordReload(true, Date.now() / 1000);
       this.opts.log.info({ file: cfg.file }, 'configuration reloaded');
       return { ok: true };
     } catch (e) {
-      this.metrics.exporter.recordReload(false, Date.now() / 1000);
+      this.store.recordReload(false, Date.now() / 1000);
       const error = e instanceof ConfigError ? e.message : errorMessage(e);
       this.opts.log.error({ error }, 'configuration reload failed; keeping the previous configuration');
       return { ok: false, error };
@@ -131,9 +131,8 @@ export class Exporter {
   }
 
   #apply(cfg: Config): void {
-    const desired: DesiredSource[] = this.#planners.flatMap((p) => p(cfg, this.store, this.opts.log));
-    // Registration is judged only where a Hypha source reads a registry (an exporter built without
-    // the Hypha planner has nothing to join).
+    const desired: DesiredSource[] = PLANNERS.flatMap((p) => p(cfg, this.store, this.opts.log));
+    // Registration is judged only where a Hypha source reads a registry.
     this.registration.configure(desired.some((d) => d.kind === 'hypha') ? registrationStageConfig(cfg) : undefined);
     const keep = new Set(desired.map((d) => d.key));
     const started: Source[] = [];

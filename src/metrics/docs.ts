@@ -3,7 +3,7 @@ import type { HyphaServerSample } from '../snapshot/hypha';
 import type { RegistrationSample } from '../snapshot/registration';
 import { newSourceHealth, RayClusterSample, ServeDeployment, Snapshot } from '../snapshot/types';
 import { AnyFamily, collect, FAMILIES, Scope, units } from './families';
-import { processMetrics } from './exporter';
+import { processMetrics } from './process';
 import { ServicesMetrics } from './services';
 
 // Generated metrics documentation (docs/metrics.md and the README table between markers),
@@ -84,7 +84,7 @@ async function servicesFamilies(): Promise<FamilyDoc[]> {
   });
 }
 
-/** The standard process_* and nodejs_* families (prom-client's default collectors, src/metrics/exporter.ts). */
+/** The standard process_* and nodejs_* families (prom-client's default collectors, src/metrics/process.ts). */
 function processFamilies(): FamilyDoc[] {
   return processMetrics().getMetricsAsArray().map((m) => {
     const x = m as unknown as { name: string; help: string; type: string; labelNames?: string[] };
@@ -96,10 +96,9 @@ function processFamilies(): FamilyDoc[] {
 
 export async function familyDocs(): Promise<FamilyDoc[]> {
   const ref = referenceSnapshot();
-  const proc = { reloadOk: true, reloadSuccessSeconds: 1 };
   const table = FAMILIES.map((f: AnyFamily): FamilyDoc => ({
     name: f.name, type: f.type, labels: [...f.labels], meaning: f.doc ?? f.help, stability: f.stability,
-    series: collect(f, ref, 2, proc).length / [...units(ref, f.scope, 2, proc)].length, per: PER[f.scope],
+    series: collect(f, ref, 2).length / [...units(ref, f.scope, 2)].length, per: PER[f.scope],
   }));
   return [...table, ...processFamilies(), ...(await servicesFamilies())];
 }

@@ -3,7 +3,7 @@ import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, WorkerSample } from '../snapshot/registration';
 import {
   APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS,
-  RayClusterSample, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths, isKnown, registrationKnown,
+  RayClusterSample, ReloadStatus, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths, isKnown, registrationKnown,
 } from '../snapshot/types';
 import { isBioEngineApp } from '../registration/expected';
 import { REVISION, VERSION } from '../util/version';
@@ -15,8 +15,8 @@ import type { MetricType } from './text';
 
 /** What one family's samples are computed from; units of a scope are cached and re-rendered together. */
 export interface ScopeArgs {
-  /** The exporter process itself; rendered on every scrape. */
-  process: ProcessView;
+  /** The exporter process itself and its last configuration load; rendered on every scrape. */
+  process: { reload?: ReloadStatus };
   /** One upstream's health; rendered on every scrape (sample age is clock-dependent). */
   source: { h: SourceHealth; now: number };
   cluster: RayClusterSample;
@@ -54,12 +54,6 @@ export interface FamilyDef<S extends Scope = Scope> {
 }
 export type AnyFamily = { [S in Scope]: FamilyDef<S> }[Scope];
 
-export interface ProcessView {
-  /** Last configuration (re)load; undefined before the first one (then 0 like an unset gauge). */
-  reloadOk?: boolean;
-  reloadSuccessSeconds?: number;
-}
-
 function fam<S extends Scope>(def: FamilyDef<S>): AnyFamily {
   return def as unknown as AnyFamily;
 }
@@ -93,11 +87,11 @@ export const FAMILIES: readonly AnyFamily[] = [
   }),
   fam({
     name: 'hypha_serve_exporter_config_last_reload_successful', type: 'gauge', help: '1 when the last configuration (re)load succeeded.', labels: [],
-    stability: 'stable', doc: "1 if the last (re)load succeeded", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadOk === true ? 1 : 0),
+    stability: 'stable', doc: "1 if the last (re)load succeeded", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reload?.ok === true ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_exporter_config_last_reload_success_timestamp_seconds', type: 'gauge', help: 'When the configuration was last loaded successfully (Unix seconds).', labels: [],
-    stability: 'stable', doc: "time of the last successful load", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reloadSuccessSeconds ?? 0),
+    stability: 'stable', doc: "time of the last successful load", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reload?.lastSuccessSeconds ?? 0),
   }),
   // The process's own footprint, hand-made in the exporter's namespace before the standard process_*
   // families (prom-client's default collectors, metrics/exporter.ts) were served: deprecated aliases
@@ -365,11 +359,11 @@ const SEP = '\u0000';
  * The units of one scope in a snapshot, in a stable order. This is the single place that decides
  * which facts exist (e.g. registration only while its sources are up); the renderer caches per unit.
  */
-export function* units<S extends Scope>(s: Snapshot, scope: S, now: number, proc: ProcessView): Generator<Unit<S>> {
+export function* units<S extends Scope>(s: Snapshot, scope: S, now: number): Generator<Unit<S>> {
   type U = Unit<S>;
   switch (scope) {
     case 'process':
-      yield { key: '', arg: proc, data: proc } as U;
+      yield { key: '', arg: { reload: s.reload }, data: s.reload } as U;
       return;
     // A source whose first attempt has not ended is unknown: no series at all (not a false 0).
     case 'source':
@@ -426,7 +420,7 @@ export function familiesOf(group: Group): AnyFamily[] {
 }
 
 /** Samples of one family over a snapshot, as label objects (prom-client adapters, docs, tests). */
-export function collect(f: AnyFamily, s: Snapshot, now: number, proc: ProcessView = {}): { labels: Record<string, string>; value: number }[] {
+export function collect(f: AnyFamily, s: Snapshot, now: number): { labels: Record<string, string>; value: number }[] {
   const out: { labels: Record<string, string>; value: number }[] = [];
   const emit: Emit = (vals, value) => {
     const labels: Record<string, string> = {};
@@ -436,6 +430,6 @@ export function collect(f: AnyFamily, s: Snapshot, now: number, proc: ProcessVie
     });
     out.push({ labels, value });
   };
-  for (const u of units(s, f.scope, now, proc)) (f.sample as (x: unknown, e: Emit) => void)(u.arg, emit);
+  for (const u of units(s, f.scope, now)) (f.sample as (x: unknown, e: Emit) => void)(u.arg, emit);
   return out;
 }

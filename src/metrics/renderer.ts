@@ -3,10 +3,10 @@ import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
 import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot } from '../snapshot/types';
-import { AnyFamily, DYNAMIC_SCOPES, Emit, FAMILIES, Group, ProcessView, Scope, SCOPES, units } from './families';
+import { AnyFamily, DYNAMIC_SCOPES, Emit, FAMILIES, Scope, SCOPES, units } from './families';
 import { sameData } from './equal';
-import { ExporterMetrics, processMetrics } from './exporter';
-import { MetricsSection, TableSection } from './section';
+import { processMetrics } from './process';
+import { ServicesMetrics } from './services';
 import { ExpositionFormat, header, MetricType, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, sampleLine } from './text';
 
 const gzip = promisify(zlib.gzip);
@@ -100,9 +100,7 @@ function renderUnit(families: readonly AnyFamily[], arg: unknown): { text: strin
  * their registries once per snapshot version.
  */
 export class MetricsRenderer {
-  readonly exporter: ExporterMetrics;
-  readonly #groups = new Set<Group>(['exporter', 'ray']);
-  readonly #legacy: { section: MetricsSection; registry: Registry }[] = [];
+  readonly #legacy: { section: ServicesMetrics; registry: Registry }[] = [];
   #filter: FamilyFilter = {};
   #caches = new Map<Scope, ScopeCache>();
   #dynamic: AnyFamily[] = [];
@@ -116,21 +114,16 @@ export class MetricsRenderer {
   /** Work counters (tests, benchmark): units rendered, snapshot versions applied, cached bodies built and compressed. */
   readonly stats = { unitsRendered: 0, updates: 0, bodiesAssembled: 0, bodiesCompressed: 0 };
 
-  constructor(private readonly store: SnapshotStore, extra: ((r: Registry) => MetricsSection)[] = [], filter: FamilyFilter = {}) {
-    this.exporter = new ExporterMetrics();
-    for (const make of extra) {
-      const registry = new Registry();
-      const section = make(registry);
-      if (section instanceof TableSection) this.#groups.add(section.group);
-      else this.#legacy.push({ section, registry });
-    }
+  constructor(private readonly store: SnapshotStore, filter: FamilyFilter = {}) {
+    const registry = new Registry();
+    this.#legacy.push({ section: new ServicesMetrics(registry), registry });
     this.setFilter(filter);
   }
 
   /** Applies an allow/deny filter on family names; everything is re-rendered on the next scrape. */
   setFilter(filter: FamilyFilter): void {
     this.#filter = filter;
-    const on = FAMILIES.filter((f) => this.#groups.has(f.group) && familyEnabled(f.name, filter));
+    const on = FAMILIES.filter((f) => familyEnabled(f.name, filter));
     this.#dynamic = on.filter((f) => DYNAMIC_SCOPES.includes(f.scope));
     this.#caches = new Map();
     this.#static = [];
@@ -165,7 +158,7 @@ export class MetricsRenderer {
     const now = Date.now() / 1000;
     const caches = this.#caches;
     for (const [scope, cache] of caches) {
-      for (const u of units(s, scope, now, {})) {
+      for (const u of units(s, scope, now)) {
         const e = cache.entries.get(u.key);
         if (e && sameData(e.data, u.data, u.skip)) {
           // Hold the current snapshot's object, never an older one (it would keep old snapshots alive).
@@ -189,7 +182,6 @@ export class MetricsRenderer {
     const legacy: LegacyFamily[] = [];
     for (const { section, registry } of this.#legacy) {
       section.rebuild(s);
-      section.refresh?.(s, now);
       for (const m of await registry.getMetricsAsJSON()) {
         if (familyEnabled(m.name, this.#filter)) legacy.push(m as unknown as LegacyFamily);
       }
@@ -256,22 +248,16 @@ export class MetricsRenderer {
   /** Per-scrape part: the table's process and source families, then the standard process_* and nodejs_* families. */
   async #head(s: Snapshot, format: ExpositionFormat): Promise<string> {
     const now = Date.now() / 1000;
-    const proc: ProcessView = this.exporter.processView();
     const parts: string[] = [];
     for (const f of this.#dynamic) {
       parts.push(header(f.name, f.type, f.help, format));
-      for (const u of units(s, f.scope, now, proc)) {
+      for (const u of units(s, f.scope, now)) {
         (f.sample as (x: unknown, e: Emit) => void)(u.arg, (vals, v) => parts.push(sampleLine(f.name, f.labels, vals, v)));
       }
     }
     const standard = (await processMetrics().getMetricsAsJSON()) as unknown as LegacyFamily[];
     parts.push(...registryText(standard.filter((m) => familyEnabled(m.name, this.#filter)), format));
     return parts.join('');
-  }
-
-  async render(format: ExpositionFormat = 'prometheus'): Promise<string> {
-    await this.sync();
-    return (await this.#head(this.store.get(), format)) + this.#plain(format).toString('utf8');
   }
 
   /** The /metrics answer in the negotiated format and encoding; the cached part is not copied. */

@@ -1,6 +1,5 @@
-import { Counter, Gauge, Metric, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { Snapshot } from '../snapshot/types';
-import { collect, familiesOf, Group, ProcessView } from './families';
 
 /**
  * A group of metric families rendered from the snapshot. rebuild() runs only
@@ -13,42 +12,6 @@ export interface MetricsSection {
   rebuild(s: Snapshot): void;
   /** Values that depend on the clock (ages), refreshed on every scrape. */
   refresh?(s: Snapshot, nowSeconds: number): void;
-}
-
-/**
- * The families of one group of the declared table. The exporter's renderer recognises it and
- * renders the group from pre-rendered, cached text; given a prom-client registry (unit tests
- * of a section on its own), it also registers read-only views of its families there.
- */
-export class TableSection implements MetricsSection {
-  #snapshot: Snapshot = { version: -1, ray: new Map() };
-
-  constructor(readonly group: Group, registry?: Registry) {
-    if (!registry) return;
-    for (const f of familiesOf(group)) {
-      const view = {
-        name: f.name,
-        help: f.help,
-        type: f.type,
-        aggregator: 'sum',
-        get: async () => ({
-          name: f.name, help: f.help, type: f.type, aggregator: 'sum',
-          values: collect(f, this.#snapshot, Date.now() / 1000, this.processView()),
-        }),
-        reset: () => undefined,
-      };
-      registry.registerMetric(view as unknown as Metric);
-    }
-  }
-
-  rebuild(s: Snapshot): void {
-    this.#snapshot = s;
-  }
-
-  /** Facts about the exporter process itself (only the exporter group has any). */
-  processView(): ProcessView {
-    return {};
-  }
 }
 
 export function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Gauge<L> {

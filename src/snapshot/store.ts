@@ -52,6 +52,12 @@ export class SnapshotStore {
     this.#setOptional('registration', r);
   }
 
+  /** Records a configuration (re)load; a failed one keeps the time of the last success. */
+  recordReload(ok: boolean, atSeconds: number): void {
+    const last = ok ? atSeconds : this.#snapshot.reload?.lastSuccessSeconds;
+    this.#replace({ ...this.#snapshot, reload: last === undefined ? { ok } : { ok, lastSuccessSeconds: last } });
+  }
+
   setRestored(r: Restored | undefined): void {
     this.#setOptional('restored', r);
   }

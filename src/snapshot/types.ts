@@ -26,6 +26,14 @@ export interface Snapshot {
   registration?: RegistrationSample;
   /** State saved before a restart (--storage.path), for sources to continue from; never rendered. */
   restored?: Restored;
+  /** The last configuration (re)load; absent before the first one. */
+  reload?: ReloadStatus;
+}
+
+export interface ReloadStatus {
+  ok: boolean;
+  /** When the configuration was last loaded successfully (Unix seconds); absent if never. */
+  lastSuccessSeconds?: number;
 }
 
 /** Health of every upstream in the snapshot (each source adds its own part here). */

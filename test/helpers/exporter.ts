@@ -1,8 +1,13 @@
 import pino from 'pino';
 import { Writable } from 'node:stream';
 import { Exporter } from '../../src/exporter/exporter';
+import { MetricsRenderer } from '../../src/metrics/renderer';
+import { SnapshotStore } from '../../src/snapshot/store';
+import type { Snapshot } from '../../src/snapshot/types';
+import type { ExpositionFormat } from '../../src/metrics/text';
 import type { Logger } from '../../src/util/log';
 import { tmpDir } from './tmp';
+import { putSnapshot } from './hypha-snapshot';
 
 /** A logger that keeps every line in memory, so tests can grep logs for secrets. */
 export function memoryLogger(level = 'debug'): { log: Logger; lines: string[] } {
@@ -34,6 +39,19 @@ export function exporterWithConfig(text: string, env: NodeJS.ProcessEnv = {}) {
       t.cleanup();
     },
   };
+}
+
+/** The /metrics body through the call the HTTP handler makes (MetricsRenderer.scrape), uncompressed. */
+export async function scrapeText(m: MetricsRenderer, format: ExpositionFormat = 'prometheus'): Promise<string> {
+  const body = await m.scrape(format, 'identity');
+  return Buffer.concat(body.chunks).toString('utf8');
+}
+
+/** The exposition of one snapshot, rendered by the exporter's renderer. */
+export async function renderSnapshot(s: Snapshot): Promise<string> {
+  const store = new SnapshotStore();
+  putSnapshot(store, s);
+  return scrapeText(new MetricsRenderer(store));
 }
 
 /** Value of one series in exposition text, or undefined. */

@@ -7,7 +7,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CheckResultV1 } from '../../src/cli/check';
 import { Exporter } from '../../src/exporter/exporter';
-import { extensions } from '../../src/exporter/extensions';
 import { STATE_FILE } from '../../src/snapshot/persisted';
 import { bioengineApp, bioengineServiceIds } from '../helpers/bioengine-apps';
 import { ensureBuilt, runCli } from '../helpers/cli';
@@ -161,7 +160,7 @@ describe('hypha-serve-exporter check against real Ray Serve + Hypha', () => {
     // A running exporter holds its canary; Hypha restarts under another server id (incident 2).
     const storage = path.join(tmp.dir, 'state');
     const { log } = memoryLogger('warn');
-    const exporter = new Exporter({ configFile, log, storagePath: storage, ...extensions() });
+    const exporter = new Exporter({ configFile, log, storagePath: storage });
     exporter.start();
     try {
       const before = await waitFor('canary resolved', async () => exporter.store.get().services?.get(AM)?.canary?.clientId, 60_000, 100);

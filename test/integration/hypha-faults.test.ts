@@ -4,9 +4,7 @@
 // (Restart under a new id, server killed, wrong token, unknown workspace and server down
 // at start are in hypha-registration.test.ts; calls that never return in services-restart.)
 import { Exporter } from '../../src/exporter/exporter';
-import { HyphaMetrics } from '../../src/metrics/hypha';
-import { planHyphaRegistration } from '../../src/sources/hypha/planner';
-import { memoryLogger, seriesValue } from '../helpers/exporter';
+import { memoryLogger, scrapeText, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { deleteWorkspace, Registrant, startRegistrant, workspaceToken } from '../harness/hypha-registrant';
@@ -65,10 +63,10 @@ describe('Hypha faults', () => {
       '',
     ].join('\n'));
     const mem = memoryLogger();
-    exporter = new Exporter({ configFile: file, log: mem.log, env: { HYPHA_TOKEN: exporterToken }, planners: [planHyphaRegistration], sections: [(r) => new HyphaMetrics(r)] });
+    exporter = new Exporter({ configFile: file, log: mem.log, env: { HYPHA_TOKEN: exporterToken } });
     exporter.start();
     const ex = exporter;
-    const scrape = () => ex.metrics.render();
+    const scrape = () => scrapeText(ex.metrics);
     await waitFor('registered', async () => seriesValue(await scrape(), 'hypha_serve_app_registered', { app: APP }) === 1, 60_000, 250);
 
     // Delete the workspace while its provider is connected.

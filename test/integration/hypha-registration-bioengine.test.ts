@@ -6,9 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Exporter } from '../../src/exporter/exporter';
-import { HyphaMetrics } from '../../src/metrics/hypha';
-import { planHyphaRegistration } from '../../src/sources/hypha/planner';
-import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
+import { memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
 import { bioengineApp, bioengineServiceIds, callViaDeploymentHandle } from '../helpers/bioengine-apps';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
@@ -29,7 +27,7 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
   let lines: string[];
   const tmp = tmpDir();
   let tokenFile: string;
-  const scrape = () => exporter.metrics.render();
+  const scrape = () => scrapeText(exporter.metrics);
   const state = async (app: string) => {
     const t = await scrape();
     for (const s of STATES) {
@@ -74,7 +72,7 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
     ].join('\n'));
     const mem = memoryLogger();
     lines = mem.lines;
-    exporter = new Exporter({ configFile: cfg, log: mem.log, planners: [planHyphaRegistration], sections: [(r) => new HyphaMetrics(r)] });
+    exporter = new Exporter({ configFile: cfg, log: mem.log });
     exporter.start();
   });
 

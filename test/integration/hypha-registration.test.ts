@@ -3,13 +3,11 @@
 // a Hypha restart with a new server id, and bad connection settings.
 import fs from 'node:fs';
 import { Exporter } from '../../src/exporter/exporter';
-import { HyphaMetrics } from '../../src/metrics/hypha';
-import { ServicesMetrics } from '../../src/metrics/services';
 import { planHyphaRegistration } from '../../src/sources/hypha/planner';
 import type { SourcePlanner } from '../../src/sources/registry';
 import { planWatchedServices } from '../../src/sources/services/planner';
 import { buildStatus } from '../../src/status-page/build';
-import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
+import { memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, newRootToken, startHypha } from '../harness/hypha';
 import { Registrant, startRegistrant, startWorkerProcess } from '../harness/hypha-registrant';
@@ -61,9 +59,9 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
   function runExporter(text: string, name: string, planners: SourcePlanner[] = [planHyphaRegistration]): Running {
     const file = tmp.write(`${name}.yml`, text);
     const { log, lines } = memoryLogger();
-    const exporter = new Exporter({ configFile: file, log, planners, sections: [(r) => new HyphaMetrics(r), (r) => new ServicesMetrics(r)] });
+    const exporter = new Exporter({ configFile: file, log });
     exporter.start();
-    const r: Running = { exporter, lines, scrape: () => exporter.metrics.render(), stop: () => exporter.stop() };
+    const r: Running = { exporter, lines, scrape: () => scrapeText(exporter.metrics), stop: () => exporter.stop() };
     started.push(r);
     return r;
   }

@@ -7,9 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Exporter } from '../../src/exporter/exporter';
-import { extensions } from '../../src/exporter/extensions';
 import { buildStatus } from '../../src/status-page/build';
-import { memoryLogger, seriesValue } from '../helpers/exporter';
+import { memoryLogger, scrapeText, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { artifactsDir, waitFor } from '../harness/proc';
@@ -46,7 +45,7 @@ watched_services:
 `);
     const m = memoryLogger('debug');
     lines = m.lines;
-    exporter = new Exporter({ configFile: file, log: m.log, env: {}, ...extensions() });
+    exporter = new Exporter({ configFile: file, log: m.log, env: {} });
     exporter.start();
   });
 
@@ -57,7 +56,7 @@ watched_services:
     await hypha?.stop();
   });
 
-  const scrape = () => exporter.metrics.render();
+  const scrape = () => scrapeText(exporter.metrics);
   const v = (text: string, name: string, labels: Record<string, string> = {}) => seriesValue(text, name, labels);
   const generation = async () => v(await scrape(), 'hypha_serve_hypha_connection_generation', { target: 'main' }) ?? 0;
   const problems = () => buildStatus({ snapshot: exporter.store.get(), transitions: [], transitionsCapacity: 0, ready: true, version: 't', revision: 't', now: Date.now() / 1000 }).problems;

@@ -4,8 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Exporter } from '../../src/exporter/exporter';
-import { extensions } from '../../src/exporter/extensions';
-import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
+import { memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
@@ -58,7 +57,7 @@ watched_services:
 `);
     const m = memoryLogger('debug');
     lines = m.lines;
-    exporter = new Exporter({ configFile: file, log: m.log, env: {}, ...extensions() });
+    exporter = new Exporter({ configFile: file, log: m.log, env: {} });
     exporter.start();
   });
 
@@ -70,7 +69,7 @@ watched_services:
     await hypha?.stop();
   });
 
-  const scrape = () => exporter.metrics.render();
+  const scrape = () => scrapeText(exporter.metrics);
 
   test('stale only when the cached id left the providers, never because resolution picked another live one', async () => {
     let text = await waitFor('two providers and a canary', async () => {

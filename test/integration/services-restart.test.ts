@@ -3,9 +3,8 @@
 // fixed --server-id, and the benign look-alike with a fixed one.
 import { hyphaWebsocketClient } from 'hypha-rpc';
 import { Exporter } from '../../src/exporter/exporter';
-import { extensions } from '../../src/exporter/extensions';
 import { ensureWebSocketGlobal } from '../../src/sources/hypha/client';
-import { memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
+import { memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { waitFor } from '../harness/proc';
@@ -57,12 +56,12 @@ ${probe}    holders:
         field: artifact_manager.id
 `);
   const { log, lines } = memoryLogger('debug');
-  const exporter = new Exporter({ configFile: file, log, env: { SVC_TEST_TOKEN: hypha.rootToken }, ...extensions() });
+  const exporter = new Exporter({ configFile: file, log, env: { SVC_TEST_TOKEN: hypha.rootToken } });
   exporter.start();
   return {
     exporter,
     lines,
-    scrape: () => exporter.metrics.render(),
+    scrape: () => scrapeText(exporter.metrics),
     async close() {
       await exporter.stop();
       t.cleanup();

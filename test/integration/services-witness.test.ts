@@ -10,9 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { hyphaWebsocketClient } from 'hypha-rpc';
 import { Exporter } from '../../src/exporter/exporter';
-import { extensions } from '../../src/exporter/extensions';
 import { ensureWebSocketGlobal } from '../../src/sources/hypha/client';
-import { memoryLogger, seriesValue } from '../helpers/exporter';
+import { memoryLogger, scrapeText, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
@@ -71,12 +70,12 @@ function exporterFor(config: string) {
   const t = tmpDir();
   const file = t.write('config.yml', config);
   const { log, lines } = memoryLogger('debug');
-  const exporter = new Exporter({ configFile: file, log, env: {}, ...extensions() });
+  const exporter = new Exporter({ configFile: file, log, env: {} });
   exporter.start();
   return {
     exporter,
     lines,
-    scrape: () => exporter.metrics.render(),
+    scrape: () => scrapeText(exporter.metrics),
     rewrite: (next: string) => t.write('config.yml', next),
     async close(name: string) {
       await exporter.stop();

@@ -12,9 +12,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { BrowserContext, chromium, Page } from 'playwright-core';
 import { Exporter } from '../../src/exporter/exporter';
-import { extensions } from '../../src/exporter/extensions';
 import { createApp } from '../../src/server/app';
-import { planHyphaRegistration } from '../../src/sources/hypha/planner';
 import type { StatusV1 } from '../../src/status-page/model';
 import { memoryLogger } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
@@ -102,10 +100,7 @@ watched_services:
 `);
     const mem = memoryLogger('info');
     logLines = mem.lines;
-    const ext = extensions();
-    // The registration source, whether or not extensions() lists it yet.
-    const planners = ext.planners?.includes(planHyphaRegistration) ? ext.planners : [...(ext.planners ?? []), planHyphaRegistration];
-    exporter = new Exporter({ configFile: file, log: mem.log, env: { PAGE_TEST_TOKEN: hypha.rootToken }, planners, sections: ext.sections });
+    exporter = new Exporter({ configFile: file, log: mem.log, env: { PAGE_TEST_TOKEN: hypha.rootToken } });
     exporter.start();
     const port = await freePort();
     server = createApp(exporter, pino({ level: 'silent' })).listen(port, '127.0.0.1');

@@ -2,12 +2,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Registry } from 'prom-client';
-import { HyphaMetrics } from '../../src/metrics/hypha';
 import type { AppRegistration } from '../../src/snapshot/registration';
 import { hyphaParts } from '../helpers/hypha-snapshot';
 import { newSourceHealth, RayClusterSample, Snapshot } from '../../src/snapshot/types';
-import { seriesCount, seriesValue } from '../helpers/exporter';
+import { renderSnapshot, seriesCount, seriesValue } from '../helpers/exporter';
 
 // The registration families' label sets are the alerts' identity.
 
@@ -34,11 +32,8 @@ function snapshot(apps: AppRegistration[], hyphaUp = true, rayUp = true): Snapsh
   return { version: 1, ray: new Map([['A', ray('A', rayUp)], ['B', ray('B')]]), ...hypha };
 }
 
-async function render(s: Snapshot): Promise<string> {
-  const r = new Registry();
-  const m = new HyphaMetrics(r);
-  m.rebuild(s);
-  return r.metrics();
+function render(s: Snapshot): Promise<string> {
+  return renderSnapshot(s);
 }
 
 describe('registration metrics', () => {

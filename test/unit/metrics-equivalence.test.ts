@@ -5,7 +5,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { MetricsRenderer } from '../../src/metrics/renderer';
-import { HyphaMetrics } from '../../src/metrics/hypha';
 import { isMissing, REGISTRATION_STATES } from '../../src/snapshot/registration';
 import type { HyphaServerSample } from '../../src/snapshot/hypha';
 import type { AppRegistration } from '../../src/snapshot/registration';
@@ -16,6 +15,7 @@ import {
 import { parseServeInstance } from '../../src/sources/ray-serve/parse';
 import { parseExposition, seriesSet } from './metrics-parse';
 import { hyphaParts, putSnapshot } from '../helpers/hypha-snapshot';
+import { scrapeText } from '../helpers/exporter';
 
 // ---------------------------------------------------------------- the replaced renderer (oracle)
 function g(r: Registry, name: string, labelNames: readonly string[]): Gauge<string> {
@@ -208,7 +208,7 @@ describe('table renderer ≡ replaced prom-client renderer', () => {
       for (const file of files) {
         const s = { ray: new Map([['rec', rayFixture(version, file)]]) };
         const store = storeWith(s);
-        const now = comparable(await new MetricsRenderer(store).render());
+        const now = comparable(await scrapeText(new MetricsRenderer(store)));
         const old = comparable(await legacyRender(store.get()));
         expect([...now].sort()).toEqual([...old].sort());
         expect(now.size).toBeGreaterThan(10);
@@ -218,8 +218,8 @@ describe('table renderer ≡ replaced prom-client renderer', () => {
 
   it.each([true, false])('synthetic registration snapshot (hypha up: %s)', async (hyphaUp) => {
     const store = storeWith(registrationSnapshot(hyphaUp));
-    const renderer = new MetricsRenderer(store, [(r) => new HyphaMetrics(r)]);
-    const now = comparable(await renderer.render());
+    const renderer = new MetricsRenderer(store);
+    const now = comparable(await scrapeText(renderer));
     const old = comparable(await legacyRender(store.get()));
     expect([...now].sort()).toEqual([...old].sort());
     // The comparison sees registration series at all (not two empty sets).
@@ -229,21 +229,21 @@ describe('table renderer ≡ replaced prom-client renderer', () => {
 
   it('the oracle comparison can fail: a changed value is seen', async () => {
     const store = storeWith(registrationSnapshot(true));
-    const renderer = new MetricsRenderer(store, [(r) => new HyphaMetrics(r)]);
+    const renderer = new MetricsRenderer(store);
     const old = comparable(await legacyRender(store.get()));
     store.setHyphaServer({ ...store.get().hypha!.get('main')!, reconnectsTotal: 5 });
-    const now = comparable(await renderer.render());
+    const now = comparable(await scrapeText(renderer));
     expect(now).not.toEqual(old);
     expect([...now].filter((x) => !old.has(x))).toEqual(['hypha_serve_hypha_reconnects_total{target="main"} 5']);
   });
 
   it('clock-dependent series are present and current on every scrape', async () => {
     const store = storeWith(registrationSnapshot(true));
-    const renderer = new MetricsRenderer(store, [(r) => new HyphaMetrics(r)]);
+    const renderer = new MetricsRenderer(store);
     const age = (t: string) => parseExposition(t).find((x) => x.name === 'hypha_serve_source_sample_age_seconds' && x.labels.target === 'rec')?.value ?? NaN;
-    const a1 = age(await renderer.render());
+    const a1 = age(await scrapeText(renderer));
     await new Promise((r) => setTimeout(r, 1100));
-    const a2 = age(await renderer.render());
+    const a2 = age(await scrapeText(renderer));
     expect(a2 - a1).toBeGreaterThanOrEqual(1);
     expect(a2 - a1).toBeLessThan(3);
   });

@@ -3,7 +3,6 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HyphaMetrics } from '../../src/metrics/hypha';
 import { MetricsRenderer } from '../../src/metrics/renderer';
 import { escapeLabelValue, sampleLine } from '../../src/metrics/text';
 import { SnapshotStore } from '../../src/snapshot/store';
@@ -11,6 +10,7 @@ import { newSourceHealth, RayClusterSample, ServeApp, Snapshot } from '../../src
 import { hyphaParts, putSnapshot } from '../helpers/hypha-snapshot';
 import { tmpDir } from '../helpers/tmp';
 import { parseExposition, seriesSet } from './metrics-parse';
+import { scrapeText } from '../helpers/exporter';
 
 const HOSTILE = [
   'quote"in"name', 'back\\slash\\', 'new\nline', 'trailing\\', '\\"both\\"', 'ünïcødé-日本語-🚀', 'rtl-\u05d0\u05d1', 'combining-e\u0301',
@@ -65,7 +65,7 @@ describe('escaping', () => {
 
   it('hostile names survive a round trip and pass promtool check metrics', async () => {
     const store = storeWith(hostileSnapshot());
-    const text = await new MetricsRenderer(store, [(r) => new HyphaMetrics(r)]).render();
+    const text = await scrapeText(new MetricsRenderer(store));
     const samples = parseExposition(text);
     const apps = new Set(samples.filter((s) => s.name === 'hypha_serve_app_status').map((s) => s.labels.app));
     expect([...apps].sort()).toEqual([...HOSTILE].sort());
@@ -92,12 +92,12 @@ describe('escaping', () => {
   it('the OpenMetrics body parses with a strict OpenMetrics parser, same samples as the text format', async () => {
     expect(fs.existsSync(py)).toBe(true);
     const store = storeWith(hostileSnapshot());
-    const r = new MetricsRenderer(store, [(x) => new HyphaMetrics(x)]);
-    const om = await r.render('openmetrics');
+    const r = new MetricsRenderer(store);
+    const om = await scrapeText(r, 'openmetrics');
     expect(om.endsWith('# EOF\n')).toBe(true);
     expect(om).toMatch(/^# TYPE hypha_serve_source_errors counter$/m);
     expect(om).toMatch(/^hypha_serve_source_errors_total\{/m);
-    const text = await r.render();
+    const text = await scrapeText(r);
     const n = parseExposition(text).length;
     expect(Number(omCheck(t.write('om.txt', om)))).toBe(n);
     // The parser is strict: a missing # EOF is rejected.
@@ -111,15 +111,15 @@ describe('pre-rendered lines per unit', () => {
   it('a steady scrape renders nothing; a change to one app re-renders that app (and its deployment) only', async () => {
     const store = storeWith({ ray: new Map([['c', cluster('c', many(50))]]) });
     const r = new MetricsRenderer(store);
-    await r.render();
+    await scrapeText(r);
     const first = r.stats.unitsRendered;
     expect(first).toBe(1 + 50 + 100 + 1); // cluster + apps + deployments + proxy
-    await r.render();
+    await scrapeText(r);
     expect(r.stats.unitsRendered).toBe(first);
     expect(r.stats.updates).toBe(1);
     // A new sample: new objects everywhere, one app's first deployment changed.
     store.setRayCluster(cluster('c', many(50, 7)));
-    const text = await r.render();
+    const text = await scrapeText(r);
     // The cluster unit carries the health (new lastSuccessSeconds) and re-renders; the changed deployment; nothing else.
     expect(r.stats.unitsRendered - first).toBe(2);
     expect(seriesSet(parseExposition(text)).has('hypha_serve_deployment_replicas{app="a7",deployment="Dep \\"a7\\"",ray_cluster="c",state="RUNNING"} 3')).toBe(true);
@@ -140,28 +140,28 @@ describe('pre-rendered lines per unit', () => {
     const strip = (x: string) => new Set([...seriesSet(parseExposition(x))].filter((l) => !/^(hypha_serve_(exporter_|source_sample_age)|process_|nodejs_)/.test(l)));
     for (const step of steps) {
       step(store);
-      const incremental = strip(await r.render());
-      const fresh = strip(await new MetricsRenderer(store).render());
+      const incremental = strip(await scrapeText(r));
+      const fresh = strip(await scrapeText(new MetricsRenderer(store)));
       expect([...incremental].sort()).toEqual([...fresh].sort());
     }
-    const last = await r.render();
+    const last = await scrapeText(r);
     expect(parseExposition(last).filter((x) => x.name === 'hypha_serve_app_status' && x.labels.ray_cluster === 'c').length).toBe(6);
     expect(last).not.toContain('new\\"one');
   });
 
   it('the denylist and allowlist select families by anchored regex, the denylist winning', async () => {
     const store = storeWith({ ray: new Map([['c', cluster('c', many(2))]]) });
-    const r = new MetricsRenderer(store, [], { deny: [/^(?:hypha_serve_deployment_.*)$/] });
-    let names = new Set(parseExposition(await r.render()).map((x) => x.name));
+    const r = new MetricsRenderer(store, { deny: [/^(?:hypha_serve_deployment_.*)$/] });
+    let names = new Set(parseExposition(await scrapeText(r)).map((x) => x.name));
     expect([...names].some((n) => n.startsWith('hypha_serve_deployment_'))).toBe(false);
     expect(names.has('hypha_serve_app_status')).toBe(true);
     r.setFilter({ allow: [/^(?:hypha_serve_app_status|hypha_serve_source_up|hypha_serve_deployment_.*)$/], deny: [/^(?:hypha_serve_deployment_replicas)$/] });
-    const text = await r.render();
+    const text = await scrapeText(r);
     names = new Set(parseExposition(text).map((x) => x.name));
     expect([...names].sort()).toEqual(['hypha_serve_app_status', 'hypha_serve_deployment_autoscaling', 'hypha_serve_deployment_max_replicas', 'hypha_serve_deployment_min_replicas',
       'hypha_serve_deployment_scaled_to_zero', 'hypha_serve_deployment_status', 'hypha_serve_deployment_target_replicas', 'hypha_serve_source_up']);
     // Anchored: a prefix alone matches nothing.
     r.setFilter({ allow: [/^(?:hypha_serve_app)$/] });
-    expect(parseExposition(await r.render())).toEqual([]);
+    expect(parseExposition(await scrapeText(r))).toEqual([]);
   });
 });

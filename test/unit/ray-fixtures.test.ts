@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseServeInstance, ParsedServe } from '../../src/sources/ray-serve/parse';
-import { exporterWithConfig, seriesCount, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
 import { json, startUpstream } from '../helpers/http-upstream';
 
 const root = path.resolve(__dirname, '..', 'fixtures', 'ray');
@@ -84,7 +84,7 @@ describe.each(versions)('recorded Ray %s answers', (version) => {
         const body = load(version, file) as { applications: Record<string, unknown> };
         up.set(json(body));
         await h.exporter.sampleAll();
-        const text = await h.exporter.metrics.render();
+        const text = await scrapeText(h.exporter.metrics);
         expect(seriesValue(text, 'hypha_serve_source_up', { target: 'rec' })).toBe(1);
         // Exactly the recorded apps, each with a full state set.
         const names = Object.keys(body.applications);

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { exporterWithConfig, seriesCount, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
 import { json, startUpstream } from '../helpers/http-upstream';
 
 function serve(apps: Record<string, unknown>, proxyPort?: number) {
@@ -42,7 +42,7 @@ describe('Ray Serve source through the exporter', () => {
     const h = exporterWithConfig(config());
     h.exporter.start();
     await h.exporter.settled();
-    let text = await h.exporter.metrics.render();
+    let text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
     expect(seriesCount(text, 'hypha_serve_app_status', { app: 'zero' })).toBe(6);
@@ -63,7 +63,7 @@ describe('Ray Serve source through the exporter', () => {
     // App deleted upstream: its series go in the same cycle.
     up.set(json(serve({}, proxy.port)));
     await h.exporter.sampleAll();
-    text = await h.exporter.metrics.render();
+    text = await scrapeText(h.exporter.metrics);
     expect(seriesCount(text, 'hypha_serve_app_status')).toBe(0);
     expect(seriesCount(text, 'hypha_serve_deployment_replicas')).toBe(0);
     expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
@@ -76,7 +76,7 @@ describe('Ray Serve source through the exporter', () => {
     const h = exporterWithConfig(config());
     h.exporter.start();
     await h.exporter.settled();
-    const text = await h.exporter.metrics.render();
+    const text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_proxy_ready', { node_id: 'n1' })).toBe(0);
     await h.close();
     proxy.set((_q, r) => { r.writeHead(200); r.end('success'); });
@@ -94,19 +94,19 @@ describe('Ray Serve source through the exporter', () => {
     const h = exporterWithConfig(config());
     h.exporter.start();
     await h.exporter.settled();
-    expect(seriesValue(await h.exporter.metrics.render(), 'hypha_serve_app_status', { app: 'zero', status: 'RUNNING' })).toBe(1);
+    expect(seriesValue(await scrapeText(h.exporter.metrics), 'hypha_serve_app_status', { app: 'zero', status: 'RUNNING' })).toBe(1);
     up.set(handler as Parameters<typeof up.set>[0]);
     const t0 = Date.now();
     await h.exporter.sampleAll();
     expect(Date.now() - t0).toBeLessThan(5000);
     // /metrics answers from the snapshot, whatever the upstream does.
-    const text = await h.exporter.metrics.render();
+    const text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
     expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason })).toBe(1);
     expect(seriesCount(text, 'hypha_serve_app_status')).toBe(0);
     up.set(json(serve({ zero: zeroApp })));
     await h.exporter.sampleAll();
-    expect(seriesValue(await h.exporter.metrics.render(), 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
+    expect(seriesValue(await scrapeText(h.exporter.metrics), 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
     await h.close();
   });
 
@@ -117,7 +117,7 @@ describe('Ray Serve source through the exporter', () => {
     const h = exporterWithConfig(config('    max_apps: 3\n'));
     h.exporter.start();
     await h.exporter.settled();
-    const text = await h.exporter.metrics.render();
+    const text = await scrapeText(h.exporter.metrics);
     expect(seriesCount(text, 'hypha_serve_app_status', { status: 'RUNNING' })).toBe(3);
     expect(seriesValue(text, 'hypha_serve_cluster_apps_dropped_total', { ray_cluster: 'c1' })).toBe(2);
     await h.close();
@@ -134,7 +134,7 @@ describe('Ray Serve source through the exporter', () => {
     expect(seen).toBe(`Bearer ${token}`);
     // Ray 2.40 answers 500 without a User-Agent.
     expect(agent).toMatch(/^hypha-serve-exporter\//);
-    const text = await h.exporter.metrics.render();
+    const text = await scrapeText(h.exporter.metrics);
     expect(text).not.toContain(token);
     expect(h.lines.join('')).not.toContain(token);
     await h.close();
@@ -149,7 +149,7 @@ describe('Ray Serve source through the exporter', () => {
     const r = h.exporter.reload();
     expect(r.ok).toBe(false);
     expect(r.error).toMatch(/config\.yml:3:\d+: ray_clusters\[0\]\.dashboard_url/);
-    let text = await h.exporter.metrics.render();
+    let text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_exporter_config_last_reload_successful')).toBe(0);
     expect(seriesValue(text, 'hypha_serve_app_status', { app: 'zero', status: 'RUNNING' })).toBe(1);
     expect(h.exporter.config?.rayClusters[0].dashboardUrl).toBe(up.url);
@@ -158,7 +158,7 @@ describe('Ray Serve source through the exporter', () => {
     expect(h.exporter.reload().ok).toBe(true);
     await h.exporter.settled();
     await new Promise((r) => setTimeout(r, 50));
-    text = await h.exporter.metrics.render();
+    text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_exporter_config_last_reload_successful')).toBe(1);
     expect(seriesCount(text, 'hypha_serve_app_status', { ray_cluster: 'c1' })).toBe(0);
     expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c2', app: 'zero', status: 'RUNNING' })).toBe(1);
@@ -171,7 +171,7 @@ describe('Ray Serve source through the exporter', () => {
     const h = exporterWithConfig(config());
     h.exporter.start();
     await h.exporter.settled();
-    let text = await h.exporter.metrics.render();
+    let text = await scrapeText(h.exporter.metrics);
     const lastSuccess = seriesValue(text, 'hypha_serve_source_last_success_timestamp_seconds', { source: 'ray', target: 'c1' });
     expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'ray', target: 'c1' })).toBe(3600);
     // One failed sample counts an error; the reload must not reset that counter.
@@ -179,13 +179,13 @@ describe('Ray Serve source through the exporter', () => {
     await h.exporter.sampleAll();
     up.set(json(serve({ zero: zeroApp })));
     await h.exporter.sampleAll();
-    text = await h.exporter.metrics.render();
+    text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'http_status' })).toBe(1);
     // A changed interval restarts the source; while its first sample is pending nothing may read as down.
     up.set((_req, res) => { setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(serve({ zero: zeroApp }))), 300); });
     h.rewrite(config().replace('interval: 1h', 'interval: 30m'));
     expect(h.exporter.reload().ok).toBe(true);
-    text = await h.exporter.metrics.render();
+    text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_source_last_success_timestamp_seconds', { source: 'ray', target: 'c1' })).toBeGreaterThanOrEqual(lastSuccess ?? Infinity);
     expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'http_status' })).toBe(1);
@@ -200,7 +200,7 @@ describe('Ray Serve source through the exporter', () => {
     const h = exporterWithConfig(config());
     h.exporter.start();
     await h.exporter.settled();
-    const text = await h.exporter.metrics.render();
+    const text = await scrapeText(h.exporter.metrics);
     await h.close();
     const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pm-')), 'metrics.txt');
     fs.writeFileSync(f, text);
@@ -228,7 +228,7 @@ describe('Ray Serve source through the exporter', () => {
     const h = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    timeout: 20s\n`);
     h.exporter.start();
     await h.exporter.settled();
-    const text = await h.exporter.metrics.render();
+    const text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'too_large' })).toBe(1);
     await new Promise((r) => setTimeout(r, 200));
     expect(closedEarly).toBe(true);
@@ -240,12 +240,12 @@ describe('Ray Serve source through the exporter', () => {
     const ok = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    timeout: 2s\n`);
     ok.exporter.start();
     await ok.exporter.settled();
-    expect(seriesValue(await ok.exporter.metrics.render(), 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
+    expect(seriesValue(await scrapeText(ok.exporter.metrics), 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
     await ok.close();
     const late = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    timeout: 50ms\n`);
     late.exporter.start();
     await late.exporter.settled();
-    const text = await late.exporter.metrics.render();
+    const text = await scrapeText(late.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
     expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'timeout' })).toBe(1);
     await late.close();
@@ -267,7 +267,7 @@ describe('Ray Serve source through the exporter', () => {
     expect(r.ok).toBe(false);
     expect(r.error).toMatch(/config\.yml(:\d+:\d+)?: /);
     await h.exporter.sampleAll();
-    const text = await h.exporter.metrics.render();
+    const text = await scrapeText(h.exporter.metrics);
     expect(seriesValue(text, 'hypha_serve_exporter_config_last_reload_successful')).toBe(0);
     expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
     await h.close();

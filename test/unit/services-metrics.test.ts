@@ -1,11 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { Registry } from 'prom-client';
-import { ServicesMetrics } from '../../src/metrics/services';
 import { newSourceHealth, Snapshot } from '../../src/snapshot/types';
 import { WatchedServiceSample } from '../../src/snapshot/services';
 import { CycleEvents, HolderReading, RegistryObservation, WatchState } from '../../src/sources/services/state';
 import type { ProbeResult } from '../../src/snapshot/services';
-import { seriesCount, seriesValue } from '../helpers/exporter';
+import { renderSnapshot, seriesCount, seriesValue } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 
 function sampleFrom(st: WatchState, up: boolean, resolved?: string, extra: { holdersConfigured?: number; witnessMaxSeconds?: number } = {}): WatchedServiceSample {
@@ -37,12 +35,9 @@ function apply(st: WatchState, o: Cycle): CycleEvents {
   return ev;
 }
 
-async function render(sample: WatchedServiceSample): Promise<string> {
-  const r = new Registry();
-  const m = new ServicesMetrics(r);
+function render(sample: WatchedServiceSample): Promise<string> {
   const snap: Snapshot = { version: 1, ray: new Map(), services: new Map([[sample.service, sample]]) };
-  m.rebuild(snap);
-  return r.metrics();
+  return renderSnapshot(snap);
 }
 
 const A = { fullId: 'public/srv-a:artifact-manager', clientId: 'srv-a' };

@@ -8,7 +8,7 @@ import type http from 'node:http';
 import { HealthBook } from '../../src/sources/health-book';
 import { createApp } from '../../src/server/app';
 import { buildStatus } from '../../src/status-page/build';
-import { exporterWithConfig, memoryLogger, seriesCount, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig, memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
 import { json, startUpstream } from '../helpers/http-upstream';
 import { tmpDir } from '../helpers/tmp';
 
@@ -99,7 +99,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       holding = true;
       expect(h.exporter.reload().ok).toBe(true);
       for (let i = 0; i < 3; i++) {
-        expect(seriesValue(await h.exporter.metrics.render(), 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(value);
+        expect(seriesValue(await scrapeText(h.exporter.metrics), 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(value);
         expect((await get(server, '/-/ready')).status).toBe(200);
         await sleep(20);
       }
@@ -126,7 +126,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
     h.exporter.start();
     try {
       await h.exporter.settled();
-      let text = await h.exporter.metrics.render();
+      let text = await scrapeText(h.exporter.metrics);
       expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
       const read1 = seriesValue(text, 'hypha_serve_credential_last_read_timestamp_seconds', { source: 'ray', target: 'c1', file: tokenFile });
       expect(read1).toBeGreaterThan(0);
@@ -135,7 +135,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       // The upstream now wants a new token; the file still holds the old one: refused, counted as auth.
       accepted = 'ray-token-new';
       await h.exporter.sampleAll();
-      text = await h.exporter.metrics.render();
+      text = await scrapeText(h.exporter.metrics);
       expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
       expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'auth' })).toBe(1);
 
@@ -143,7 +143,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       await sleep(20);
       fs.writeFileSync(tokenFile, 'ray-token-new\n');
       await h.exporter.sampleAll();
-      text = await h.exporter.metrics.render();
+      text = await scrapeText(h.exporter.metrics);
       expect(seen[seen.length - 1]).toBe('Bearer ray-token-new');
       expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
       expect(seriesValue(text, 'hypha_serve_credential_last_read_timestamp_seconds', { file: tokenFile })).toBeGreaterThan(read1 ?? Infinity);
@@ -151,7 +151,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       // Mid-swap the file is missing: the last good token stays in use and the spell is counted and logged.
       fs.rmSync(tokenFile);
       await h.exporter.sampleAll();
-      text = await h.exporter.metrics.render();
+      text = await scrapeText(h.exporter.metrics);
       expect(seen[seen.length - 1]).toBe('Bearer ray-token-new');
       expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
       expect(seriesValue(text, 'hypha_serve_credential_read_errors_total', { file: tokenFile })).toBe(1);

@@ -1,6 +1,4 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import type { ProcessView } from './families';
-import { TableSection } from './section';
 
 // prom-client's `*_total` twins of these three gauges fail promtool's lint ("non-counter metrics
 // should not have _total suffix"); the unsuffixed gauges carry the same counts.
@@ -21,22 +19,4 @@ export function processMetrics(): Registry {
     for (const name of LINT_FAILING) processRegistry.removeSingleMetric(name);
   }
   return processRegistry;
-}
-
-/** The exporter's own health: build, config reloads, process footprint and per-upstream source health. */
-export class ExporterMetrics extends TableSection {
-  readonly #proc: ProcessView = {};
-
-  constructor(r?: Registry) {
-    super('exporter', r);
-  }
-
-  override processView(): ProcessView {
-    return this.#proc;
-  }
-
-  recordReload(ok: boolean, atSeconds: number): void {
-    this.#proc.reloadOk = ok;
-    if (ok) this.#proc.reloadSuccessSeconds = atSeconds;
-  }
 }
