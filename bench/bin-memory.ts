@@ -2,13 +2,14 @@
 // it: no NODE_OPTIONS, no MALLOC_* variables, no --expose-gc (so no forced GC: the figure is read
 // after an idle pause, as between two scrapes). The bin relaunches itself with its memory
 // settings (src/cli/relaunch.ts); both the exporter and the parent it leaves behind are measured.
-import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { RELAUNCHED_ENV } from '../src/cli/relaunch';
 import { payloads, upstream } from './metrics-scale';
+import { spawnExporter } from '../test/harness/exporter-process';
+import type { Proc } from '../test/harness/proc';
 
 export interface BinMemoryResult {
   apps: number;
@@ -20,17 +21,11 @@ export interface BinMemoryResult {
   /** Proportional set size of the parent: what it adds beyond the pages it shares with the exporter. */
   parentPssMb: number;
   relaunched: boolean;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
+  /** Time to the last byte of the first scrape after each sample (the body is rebuilt), ms: gzip as Prometheus asks, plain as a browser. */
+  gzipScrapeMs: number[];
+  plainScrapeMs: number[];
+  /** hypha_serve_source_sample_duration_seconds as served after each sample (fetch + parse + snapshot), ms. */
+  sampleMs: number[];
 }
 
 function statusKb(pid: number, file: 'status' | 'smaps_rollup', field: string): number {
@@ -40,6 +35,19 @@ function statusKb(pid: number, file: 'status' | 'smaps_rollup', field: string): 
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One scrape, timed to its last byte; the body as sent (no decompression on this side). */
+function timedScrape(url: string, encoding: 'gzip' | 'identity'): Promise<{ ms: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    http.get(url, { headers: { 'accept-encoding': encoding } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ ms: performance.now() - t0, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
 
 async function until(what: string, cond: () => Promise<boolean> | boolean, ms: number): Promise<void> {
   const end = Date.now() + ms;
@@ -57,24 +65,28 @@ export async function binMemory(apps: number, cycles: number, fraction: number, 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-bin-'));
   const cfg = path.join(dir, 'c.yml');
   fs.writeFileSync(cfg, `ray_clusters:\n  - name: bench\n    dashboard_url: ${up.url}\n    interval: 5s\n    timeout: 60s\n    max_apps: 100000\n    max_response_bytes: 1000000000\n    proxy_probe: {enabled: false}\n`);
-  const env = { ...process.env };
-  for (const k of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX', 'MALLOC_TRIM_THRESHOLD_', RELAUNCHED_ENV]) delete env[k];
-  Object.assign(env, extraEnv);
-  const port = await freePort();
-  const main = path.resolve(__dirname, '..', 'src', 'main.js');
-  let bin: ChildProcess | undefined;
+  const baseEnv = { ...process.env };
+  for (const k of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX', 'MALLOC_TRIM_THRESHOLD_', RELAUNCHED_ENV]) delete baseEnv[k];
+  let bin: Proc | undefined;
   try {
-    bin = spawn(process.execPath, [main, `--config.file=${cfg}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-    const pid = bin.pid as number;
-    const url = `http://127.0.0.1:${port}/metrics`;
+    const ex = await spawnExporter({ name: 'bench-bin', config: { file: cfg }, baseEnv, env: extraEnv, logLevel: 'warn', waitReady: false });
+    bin = ex.proc;
+    const pid = bin.pid;
+    const url = `${ex.url}/metrics`;
     await until('the bin to listen', async () => (await fetch(url).catch(() => undefined))?.ok === true, 60_000);
+    const gzipScrapeMs: number[] = [];
+    const plainScrapeMs: number[] = [];
+    const sampleMs: number[] = [];
     for (let seen = requests, i = 0; i < cycles; i++) {
       await until('a sample', () => requests > seen, 60_000);
       seen = requests;
       // Let the sample land in the snapshot, then scrape as Prometheus (gzip) and a browser (plain) would.
       await sleep(500);
-      await (await fetch(url, { headers: { 'accept-encoding': 'gzip' } })).arrayBuffer();
-      await (await fetch(url, { headers: { 'accept-encoding': 'identity' } })).arrayBuffer();
+      gzipScrapeMs.push((await timedScrape(url, 'gzip')).ms);
+      const plain = await timedScrape(url, 'identity');
+      plainScrapeMs.push(plain.ms);
+      const m = /^hypha_serve_source_sample_duration_seconds\{source="ray"[^}]*\} (\S+)$/m.exec(plain.body.toString('utf8'));
+      if (m) sampleMs.push(Number(m[1]) * 1000);
     }
     // Between two samples (the interval is 5 s), as a scrape would find it.
     await sleep(Number(process.env.BENCH_IDLE_MS ?? 3000));
@@ -86,16 +98,17 @@ export async function binMemory(apps: number, cycles: number, fraction: number, 
       exporterRssMb: statusKb(exporterPid, 'status', 'VmRSS') / 1024,
       parentRssMb: relaunched ? statusKb(pid, 'status', 'VmRSS') / 1024 : 0,
       parentPssMb: relaunched ? statusKb(pid, 'smaps_rollup', 'Pss') / 1024 : 0,
+      gzipScrapeMs, plainScrapeMs, sampleMs,
     };
     // SIGTERM to the bin's PID must stop the exporter too (the relaunch forwards it) and exit 0.
-    const exited = new Promise<number | string>((r) => bin?.once('exit', (code, sig) => r(code ?? sig ?? 'unknown')));
-    bin.kill('SIGTERM');
-    const code = await exited;
+    // To the bin's PID only, not its process group: the bin itself must pass it on.
+    process.kill(pid, 'SIGTERM');
+    const code = await bin.exited;
     if (code !== 0) throw new Error(`bin-memory: the bin exited ${code} on SIGTERM`);
     if (relaunched && fs.existsSync(`/proc/${exporterPid}`)) throw new Error('bin-memory: the relaunched exporter outlived the bin');
     return result;
   } finally {
-    if (bin && bin.exitCode === null && bin.signalCode === null) bin.kill('SIGKILL');
+    await bin?.stop('SIGKILL');
     await up.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }

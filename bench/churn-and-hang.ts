@@ -8,6 +8,7 @@ import { Exporter } from '../src/exporter/exporter';
 import { servePayload } from './serve-payload';
 import { quantile } from './stats';
 import { scrapeText } from '../test/helpers/exporter';
+import { seriesValue } from '../test/helpers/exposition';
 
 async function withUpstream<T>(handler: http.RequestListener, fn: (url: string) => Promise<T>): Promise<T> {
   const sockets = new Set<import('node:net').Socket>();
@@ -84,7 +85,7 @@ export async function scrapeDuringHang(scrapes: number): Promise<{ p50: number; 
     }
     xs.sort((a, b) => a - b);
     const text = await scrapeText(exporter.metrics);
-    const up = /hypha_serve_source_up\{source="ray",target="bench"\} (\d)/.exec(text)?.[1] ?? '?';
+    const up = String(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'bench' }) ?? '?');
     void inFlight;
     await exporter.stop().catch(() => undefined);
     cleanup();

@@ -12,6 +12,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { Exporter } from '../src/exporter/exporter';
 import { servePayload } from './serve-payload';
 import { scrapeText } from '../test/helpers/exporter';
+import { parseFamilies } from '../test/helpers/exposition';
 
 type Payload = { applications: Record<string, { last_deployed_time_s: number; deployments: Record<string, { status: string }> }> };
 
@@ -49,28 +50,7 @@ export function configFor(url: string): { file: string; cleanup(): void } {
 /** The same series in a bare prom-client registry, built from an exposition text. */
 export function floorRegistry(text: string): Registry {
   const r = new Registry();
-  const fams = new Map<string, { type: string; help: string; samples: { labels: Record<string, string>; value: number }[] }>();
-  let cur: { type: string; help: string; samples: { labels: Record<string, string>; value: number }[] } | undefined;
-  for (const line of text.split('\n')) {
-    let m = /^# HELP (\S+) (.*)$/.exec(line);
-    if (m) {
-      cur = { type: 'gauge', help: m[2], samples: [] };
-      fams.set(m[1], cur);
-      continue;
-    }
-    m = /^# TYPE (\S+) (\S+)$/.exec(line);
-    if (m && cur) {
-      cur.type = m[2];
-      continue;
-    }
-    if (line === '' || line.startsWith('#') || !cur) continue;
-    const s = /^[^{ ]+(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!s) continue;
-    const labels: Record<string, string> = {};
-    for (const lm of (s[1] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[lm[1]] = lm[2].replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
-    cur.samples.push({ labels, value: Number(s[2]) });
-  }
-  for (const [name, f] of fams) {
+  for (const [name, f] of parseFamilies(text)) {
     const labelNames = [...new Set(f.samples.flatMap((x) => Object.keys(x.labels)))];
     if (f.type === 'counter') {
       const c = new Counter({ name, help: f.help, labelNames, registers: [r] });

@@ -83,7 +83,7 @@ async function hyphaScale(sizes: number[]): Promise<string> {
   const hypha = await startHypha({});
   const calls: Record<string, number> = {};
   // Count every RPC the exporter's Hypha connection makes, by method.
-  for (const m of ['listServices', 'getServiceInfo', 'getService', 'callDirect', 'subscribe'] as const) {
+  for (const m of ['listServices', 'getServiceInfo', 'callDirect', 'subscribe'] as const) {
     const orig = HyphaConnection.prototype[m] as (...a: unknown[]) => Promise<unknown>;
     (HyphaConnection.prototype as unknown as Record<string, unknown>)[m] = function (this: HyphaConnection, ...a: unknown[]) {
       calls[m] = (calls[m] ?? 0) + 1;

@@ -21,10 +21,10 @@ export function withTable(readme: string, table: string): string {
   return `${readme.slice(0, i)}${README_START}\n${table}\n${README_END}${readme.slice(j)}`;
 }
 
-async function main(): Promise<void> {
-  const doc = await metricsMarkdown();
+function main(): void {
+  const doc = metricsMarkdown();
   const readme = fs.readFileSync(readmeFile, 'utf8');
-  const nextReadme = withTable(readme, await readmeTable());
+  const nextReadme = withTable(readme, readmeTable());
   if (process.argv.includes('--check')) {
     const stale = [[docFile, doc], [readmeFile, nextReadme]].filter(([f, t]) => !fs.existsSync(f) || fs.readFileSync(f, 'utf8') !== t).map(([f]) => f);
     if (stale.length > 0) {
@@ -39,8 +39,10 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().catch((e: unknown) => {
+  try {
+    main();
+  } catch (e: unknown) {
     process.stderr.write(`${String(e)}\n`);
     process.exit(1);
-  });
+  }
 }

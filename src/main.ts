@@ -94,7 +94,10 @@ async function serve(flags: Flags): Promise<void> {
     s.listen(port, host ?? '::', () => resolve(s));
   }).catch((e: Error) => fail(`cannot listen on ${flags.listenAddress}: ${e.message}`));
   const addr = server.address();
-  log.info({ address: typeof addr === 'object' && addr ? `${addr.address}:${addr.port}` : String(addr), tls: web.tls !== undefined, basic_auth: web.users !== undefined, version: VERSION }, 'listening');
+  log.info({
+    address: typeof addr === 'object' && addr ? `${addr.address}:${addr.port}` : String(addr), tls: web.tls !== undefined, basic_auth: web.users !== undefined,
+    version: VERSION,
+  }, 'listening');
 
   process.on('SIGHUP', () => {
     log.info('SIGHUP received, reloading configuration');

@@ -48,7 +48,8 @@ export function alertConditions(s: Snapshot): AlertCondition[] {
     appPaged.add(`${a.cluster}\u0000${a.app}`);
     out.push({
       alert: 'HyphaServeAppRunningNotRegistered', severity: 'critical', subject: `${a.cluster}/${a.app}`, rayCluster: a.cluster, app: a.app,
-      text: `RUNNING in Ray, expected service ${a.service} not registered on Hypha server ${a.hypha}${since(a.unregisteredSinceSeconds)} (cause ${state}${a.stuck ? '; certain: the upstream proxy never leaves this state by itself' : ''})`,
+      text: `RUNNING in Ray, expected service ${a.service} not registered on Hypha server ${a.hypha}${since(a.unregisteredSinceSeconds)} `
+        + `(cause ${state}${a.stuck ? '; certain: the upstream proxy never leaves this state by itself' : ''})`,
     });
   }
   for (const w of s.registration?.workers ?? []) {
@@ -60,7 +61,8 @@ export function alertConditions(s: Snapshot): AlertCondition[] {
       if (!a || state === undefined || !isMissing(state)) continue;
       out.push({
         alert: 'HyphaServeWorkerAppRunningNotRegistered', severity: 'critical', subject: `${a.cluster}/${a.app}`, rayCluster: a.cluster, app: a.app,
-        text: `worker ${w.worker} reports it RUNNING while ${a.service} is not registered (cause ${state}; Ray status ${s.ray.get(a.cluster)?.state?.apps.find((x) => x.name === a.app)?.status ?? 'unknown'})`,
+        text: `worker ${w.worker} reports it RUNNING while ${a.service} is not registered `
+          + `(cause ${state}; Ray status ${s.ray.get(a.cluster)?.state?.apps.find((x) => x.name === a.app)?.status ?? 'unknown'})`,
       });
     }
   }
@@ -70,7 +72,8 @@ export function alertConditions(s: Snapshot): AlertCondition[] {
       if (c.stale !== true) continue;
       out.push({
         alert: 'HyphaServiceCachedProxyStale', severity: 'critical', subject: `${w.service} (${c.holder})`, service: w.service, holder: c.holder,
-        text: `${c.holder === CANARY_HOLDER ? "the exporter's canary" : `holder ${c.holder}`} caches client id ${c.clientId ?? '?'}, not among the live providers (${(w.providers ?? []).join(', ') || 'none'})${since(c.staleSinceSeconds)}`,
+        text: `${c.holder === CANARY_HOLDER ? "the exporter's canary" : `holder ${c.holder}`} caches client id ${c.clientId ?? '?'}, `
+          + `not among the live providers (${(w.providers ?? []).join(', ') || 'none'})${since(c.staleSinceSeconds)}`,
       });
     }
     const cached = w.lastProbes.cached;
@@ -93,10 +96,15 @@ export function alertConditions(s: Snapshot): AlertCondition[] {
     const deployments = st.apps.flatMap((a) => a.deployments);
     const why = noneListed ? 'Ray lists no Serve proxy' : `none of ${probed.length} probed Serve proxies answers /-/healthz with 200`;
     if (deployments.some((d) => d.scaledToZero)) {
-      out.push({ alert: 'HyphaServeNoProxyCanWakeApps', severity: 'critical', subject: r.cluster, rayCluster: r.cluster, text: `deployments idle at zero and ${why}` });
+      out.push({
+        alert: 'HyphaServeNoProxyCanWakeApps', severity: 'critical', subject: r.cluster, rayCluster: r.cluster, text: `deployments idle at zero and ${why}`,
+      });
     }
     if (deployments.some((d) => (d.replicas.RUNNING ?? 0) > 0)) {
-      out.push({ alert: 'HyphaServeAllProxiesUnready', severity: 'critical', subject: r.cluster, rayCluster: r.cluster, text: `deployments have RUNNING replicas and ${why}` });
+      out.push({
+        alert: 'HyphaServeAllProxiesUnready', severity: 'critical', subject: r.cluster, rayCluster: r.cluster,
+        text: `deployments have RUNNING replicas and ${why}`,
+      });
     }
   }
   return out;
@@ -111,7 +119,9 @@ export function pendingJudgements(s: Snapshot, cfg: Config): string[] {
   const out: string[] = [];
   for (const c of cfg.rayClusters) if (!s.ray.has(c.name)) out.push(`ray/${c.name}: not sampled yet`);
   for (const h of cfg.hyphaServers) if (!s.hypha?.has(h.name)) out.push(`hypha/${h.name}: not sampled yet`);
-  if (cfg.hyphaServers.length > 0) for (const w of cfg.watchedServices) if (!s.services?.has(w.service)) out.push(`hypha_service/${w.service}: not sampled yet`);
+  if (cfg.hyphaServers.length > 0) {
+    for (const w of cfg.watchedServices) if (!s.services?.has(w.service)) out.push(`hypha_service/${w.service}: not sampled yet`);
+  }
   for (const h of sourceHealths(s)) if (!isKnown(h)) out.push(`${h.source}/${h.target}: first sample not finished`);
   for (const a of s.registration?.apps ?? []) {
     if (!a.settled) out.push(`registration of ${a.cluster}/${a.app}: withheld while Hypha providers re-register after a reconnect`);

@@ -54,7 +54,8 @@ export interface ConditionV1 {
 export function checkConfigFile(file: string): { ok: true; summary: string } | { ok: false; error: string } {
   try {
     const cfg = loadConfig(file);
-    const summary = `${cfg.file}: valid (${cfg.rayClusters.length} Ray cluster(s), ${cfg.hyphaServers.length} Hypha server(s), ${cfg.hyphaServers.length > 0 ? cfg.watchedServices.length : 0} watched service(s))`;
+    const summary = `${cfg.file}: valid (${cfg.rayClusters.length} Ray cluster(s), ${cfg.hyphaServers.length} Hypha server(s), `
+      + `${cfg.hyphaServers.length > 0 ? cfg.watchedServices.length : 0} watched service(s))`;
     return { ok: true, summary };
   } catch (e) {
     if (e instanceof ConfigError) return { ok: false, error: e.message };
@@ -170,11 +171,14 @@ const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/,
 /** The report for a person at a terminal. */
 export function renderText(r: CheckResultV1, seconds: number): string {
   const lines: string[] = [];
-  lines.push(`hypha-serve-exporter check: ${r.config_file}${r.app !== undefined ? `, app ${r.app}` : ''} (${iso(r.generated_at)}, sampled in ${seconds.toFixed(1)} s)`);
+  lines.push(`hypha-serve-exporter check: ${r.config_file}${r.app !== undefined ? `, app ${r.app}` : ''} `
+    + `(${iso(r.generated_at)}, sampled in ${seconds.toFixed(1)} s)`);
   lines.push('', 'Sources');
   for (const s of r.sources) {
     const state = s.up ? 'up  ' : 'DOWN';
-    const detail = s.up ? (s.last_duration_seconds !== undefined ? `sampled in ${s.last_duration_seconds.toFixed(2)} s` : '') : (s.last_error ?? 'no answer yet');
+    const detail = s.up
+      ? (s.last_duration_seconds !== undefined ? `sampled in ${s.last_duration_seconds.toFixed(2)} s` : '')
+      : (s.last_error ?? 'no answer yet');
     lines.push(`  ${state}  ${`${s.source}/${s.target}`.padEnd(40)} ${detail}`);
   }
   lines.push('', 'Apps');
@@ -189,11 +193,15 @@ export function renderText(r: CheckResultV1, seconds: number): string {
       continue;
     }
     lines.push(`    expected service:  ${reg.expected_service_id} (Hypha server ${reg.hypha ?? '?'})`);
-    const registered = reg.state === 'registered' ? `yes${reg.client_id ? `, client ${reg.client_id}` : ''}${reg.client_id_mismatch ? ' (NOT the expected client id)' : ''}` : reg.state === 'unknown' ? 'unknown' : 'NO';
+    const registered = reg.state === 'registered'
+      ? `yes${reg.client_id ? `, client ${reg.client_id}` : ''}${reg.client_id_mismatch ? ' (NOT the expected client id)' : ''}`
+      : reg.state === 'unknown' ? 'unknown' : 'NO';
     lines.push(`    registered:        ${registered}`);
     lines.push(`    cause:             ${reg.state}: ${reg.cause}`);
     if (reg.missing_since !== undefined) lines.push(`    missing since:     ${iso(reg.missing_since)}`);
-    if (a.worker_view) lines.push(`    worker says:       ${a.worker_view.app_status ?? '?'} (${a.worker_view.worker}${a.worker_view.worker_up ? '' : ', not answering'})`);
+    if (a.worker_view) {
+      lines.push(`    worker says:       ${a.worker_view.app_status ?? '?'} (${a.worker_view.worker}${a.worker_view.worker_up ? '' : ', not answering'})`);
+    }
   }
   if (r.app === undefined) {
     lines.push('', 'Watched services');
@@ -206,7 +214,9 @@ export function renderText(r: CheckResultV1, seconds: number): string {
         const st = c.stale === true ? `STALE${c.stale_since !== undefined ? ` since ${iso(c.stale_since)}` : ''}` : c.stale === false ? 'live' : 'unknown';
         lines.push(`    cached (${c.holder}):`.padEnd(23) + `${c.client_id ?? '?'} ${st}${c.error ? ` (${c.error})` : ''}`);
       }
-      for (const p of w.probes) lines.push(`    probe ${p.via}:`.padEnd(23) + `${p.outcome ?? '?'}${p.latency_seconds !== undefined ? ` in ${p.latency_seconds.toFixed(2)} s` : ''}`);
+      for (const p of w.probes) {
+        lines.push(`    probe ${p.via}:`.padEnd(23) + `${p.outcome ?? '?'}${p.latency_seconds !== undefined ? ` in ${p.latency_seconds.toFixed(2)} s` : ''}`);
+      }
     }
   }
   lines.push('', 'Alert conditions (critical pages whose condition holds now; the rules page after their for:)');
@@ -220,7 +230,8 @@ export function renderText(r: CheckResultV1, seconds: number): string {
     lines.push('', 'Unknown (not judged before --timeout; nothing is claimed about it)');
     for (const u of r.unknown) lines.push(`  ${u}`);
   }
-  const verdict = r.exit_code === EXIT_OK ? 'no alert condition holds' : r.exit_code === EXIT_ALERT ? `${r.conditions.length} alert condition(s) hold` : 'incomplete: see Errors/Unknown';
+  const verdict = r.exit_code === EXIT_OK ? 'no alert condition holds'
+    : r.exit_code === EXIT_ALERT ? `${r.conditions.length} alert condition(s) hold` : 'incomplete: see Errors/Unknown';
   lines.push('', `Result: ${verdict} (exit ${r.exit_code})`);
   return `${lines.join('\n')}\n`;
 }

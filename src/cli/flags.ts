@@ -32,11 +32,18 @@ export const FLAG_SPECS: FlagSpec[] = [
   { name: 'config.file', help: 'Path to the YAML configuration file.', default: 'hypha-serve-exporter.yml' },
   { name: 'web.listen-address', help: 'Address to listen on for /metrics and the status page ([host]:port).', default: DEFAULT_LISTEN_ADDRESS },
   { name: 'web.config.file', help: 'Path to a web configuration file (exporter-toolkit format) enabling TLS and/or basic authentication.' },
-  { name: 'storage.path', help: 'Directory where the state that must survive a restart is kept (stale-proxy witnesses, registration history). Unset: memory only, and a restart ends an incident-2 page and forgets why apps are missing.' },
+  {
+    name: 'storage.path',
+    help: 'Directory where the state that must survive a restart is kept (stale-proxy witnesses, registration history). '
+      + 'Unset: memory only, and a restart ends an incident-2 page and forgets why apps are missing.',
+  },
   { name: 'log.level', help: `Only log messages with the given severity or above: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
   { name: 'metric-allowlist', help: 'Comma-separated regexes (anchored) of metric family names to expose; all others are dropped.' },
   { name: 'metric-denylist', help: 'Comma-separated regexes (anchored) of metric family names to drop; wins over the allowlist.' },
-  { name: 'config.check', help: 'Validate the configuration file and exit: 0 if it is valid, 2 (with the file, line and field) if not. Contacts no upstream.', boolean: true },
+  {
+    name: 'config.check', help: 'Validate the configuration file and exit: 0 if it is valid, 2 (with the file, line and field) if not. Contacts no upstream.',
+    boolean: true,
+  },
   { name: 'help', help: 'Show this help and exit.', boolean: true },
   { name: 'version', help: 'Show the version and exit.', boolean: true },
 ];
@@ -139,10 +146,23 @@ export interface CheckFlags {
 
 export const CHECK_FLAG_SPECS: FlagSpec[] = [
   { name: 'config.file', help: 'Path to the YAML configuration file (the exporter\'s).', default: 'hypha-serve-exporter.yml' },
-  { name: 'app', help: 'Only this Serve app (on every Ray cluster that has it): its Ray status, registration, cause, and the alert conditions about it or its cluster. Watched services are left out.' },
+  {
+    name: 'app',
+    help: 'Only this Serve app (on every Ray cluster that has it): its Ray status, registration, cause, and the alert conditions about it or its cluster. '
+      + 'Watched services are left out.',
+  },
   { name: 'output', help: `Output format: ${CHECK_OUTPUTS.join(' or ')} (json: docs/check.md).`, default: 'text' },
-  { name: 'timeout', help: 'Longest wait for every source\'s first sample and every judgement (e.g. a registration still settling); what is unknown then is printed, and the exit code is 2.', default: DEFAULT_CHECK_TIMEOUT },
-  { name: 'storage.path', help: 'The running exporter\'s --storage.path, read only: continues its stale-proxy witnesses (a fresh process has none) and registration history (causes). Never written.' },
+  {
+    name: 'timeout',
+    help: 'Longest wait for every source\'s first sample and every judgement (e.g. a registration still settling); '
+      + 'what is unknown then is printed, and the exit code is 2.',
+    default: DEFAULT_CHECK_TIMEOUT,
+  },
+  {
+    name: 'storage.path',
+    help: 'The running exporter\'s --storage.path, read only: continues its stale-proxy witnesses (a fresh process has none) '
+      + 'and registration history (causes). Never written.',
+  },
   { name: 'log.level', help: `Log to stderr at this severity or above: ${LOG_LEVELS.join(', ')}.`, default: 'error' },
   { name: 'help', help: 'Show this help and exit.', boolean: true },
 ];

@@ -28,8 +28,14 @@ const regexText = z.string().refine((s) => {
  */
 export const serviceTemplate = z
   .string()
-  .regex(/^(\{workspace\}|[A-Za-z0-9][A-Za-z0-9_|.-]*)\/[^/:\s]+:[^/:\s]+$/, 'must look like "{workspace}/<client or *>:<service>" with placeholders {workspace}, {app}, {cluster}')
-  .refine((s) => [...s.matchAll(/\{([^}]*)\}/g)].every((m) => ['workspace', 'app', 'cluster'].includes(m[1])), 'only the placeholders {workspace}, {app} and {cluster} exist');
+  .regex(
+    /^(\{workspace\}|[A-Za-z0-9][A-Za-z0-9_|.-]*)\/[^/:\s]+:[^/:\s]+$/,
+    'must look like "{workspace}/<client or *>:<service>" with placeholders {workspace}, {app}, {cluster}',
+  )
+  .refine(
+    (s) => [...s.matchAll(/\{([^}]*)\}/g)].every((m) => ['workspace', 'app', 'cluster'].includes(m[1])),
+    'only the placeholders {workspace}, {app} and {cluster} exist',
+  );
 
 export const bioengineMappingSchema = z.strictObject({
   enabled: z.boolean().default(true).describe('Treat apps with a ProxyDeployment as BioEngine apps.'),
@@ -55,7 +61,8 @@ export const clusterMappingSchema = z.strictObject({
 
 export const workersSchema = z.strictObject({
   discover: z.boolean().default(true).describe('Cross-check every bioengine-worker service found in the listed workspaces.'),
-  services: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_|.-]*\/[A-Za-z0-9][A-Za-z0-9_.|-]*:[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be a full "ws/client:service" id'))
+  services: z.array(z.string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_|.-]*\/[A-Za-z0-9][A-Za-z0-9_.|-]*:[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'must be a full "ws/client:service" id'))
     .default([])
     .describe('Worker services to cross-check in addition to the discovered ones.'),
   interval: duration.default('60s').describe('How often the workers are asked (get_status, get_app_status).'),
@@ -67,10 +74,12 @@ export const hyphaRegistrationSchema = z
   .strictObject({
     interval: duration.optional().describe('Registry poll interval, the safety net under the events (default: global.interval).'),
     timeout: duration.optional().describe('Deadline of every Hypha call (default: global.timeout).'),
-    workspaces: z.array(workspaceName).default([]).describe("Extra workspaces to list each cycle (the connection's workspace and every mapping's are listed anyway)."),
+    workspaces: z.array(workspaceName).default([])
+      .describe("Extra workspaces to list each cycle (the connection's workspace and every mapping's are listed anyway)."),
     reconnect_settle: duration
       .default('90s')
-      .describe('After a reconnect, an app registered before is not reported missing until this long: its provider re-registers after its own reconnect backoff, which in hypha-rpc grows to 60 s ±10 %.'),
+      .describe('After a reconnect, an app registered before is not reported missing until this long: '
+        + 'its provider re-registers after its own reconnect backoff, which in hypha-rpc grows to 60 s ±10 %.'),
     clusters: z.array(clusterMappingSchema).default([]).describe('Per-cluster mappings; a cluster not listed gets the BioEngine mapping with defaults.'),
     workers: workersSchema.default({ discover: true, services: [], interval: '60s', logs_tail: 0 }),
   })

@@ -133,7 +133,8 @@ function withinUnion(data: unknown, issue: z.core.$ZodIssue): z.core.$ZodIssue {
   for (const k of issue.path) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[k] : undefined;
   const isList = Array.isArray(value);
   // The branch whose first complaint is not "this is the wrong kind of value".
-  const branch = issue.errors.find((errs) => errs.length > 0 && !(errs[0].code === 'invalid_type' && errs[0].path.length === 0 && (errs[0].expected === 'array') !== isList))
+  const branch = issue.errors
+    .find((errs) => errs.length > 0 && !(errs[0].code === 'invalid_type' && errs[0].path.length === 0 && (errs[0].expected === 'array') !== isList))
     ?? issue.errors.find((errs) => errs.length > 0 && !(errs[0].code === 'invalid_type' && errs[0].path.length === 0));
   if (!branch) return issue;
   const inner = branch.find((i) => i.code === 'unrecognized_keys') ?? branch[0];
@@ -162,7 +163,9 @@ export function readCredential(
       return FileSecret.open(ref.bearer_token_file);
     } catch (e) {
       const pos = locate(doc, lc, [...path, 'bearer_token_file']);
-      throw new ConfigError(file, formatPath([...path, 'bearer_token_file']), `cannot read token file ${ref.bearer_token_file}: ${(e as Error).message}`, pos?.line, pos?.col);
+      throw new ConfigError(
+        file, formatPath([...path, 'bearer_token_file']), `cannot read token file ${ref.bearer_token_file}: ${(e as Error).message}`, pos?.line, pos?.col,
+      );
     }
   }
   if (ref.bearer_token_env !== undefined) {

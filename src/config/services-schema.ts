@@ -54,15 +54,18 @@ export const canarySchema = z
     witness_max: z
       .union([duration, z.literal('none')])
       .optional()
-      .describe('Longest a stale canary is kept as the witness, counted from the first cycle it was seen stale; "none" (default) = until the old client id is live again, every configured holder agrees, or an operator releases it.'),
+      .describe('Longest a stale canary is kept as the witness, counted from the first cycle it was seen stale; '
+        + '"none" (default) = until the old client id is live again, every configured holder agrees, or an operator releases it.'),
     released_client_ids: z
       .array(z.string().min(1))
       .default([])
-      .describe('Operator release: a witness holding one of these client ids (bare, "ws/client" or "ws/client:svc") is dropped at the next cycle and the canary resolved anew. Safe to leave in place.'),
+      .describe('Operator release: a witness holding one of these client ids (bare, "ws/client" or "ws/client:svc") is dropped at the next cycle '
+        + 'and the canary resolved anew. Safe to leave in place.'),
     reresolve_after: z
       .union([duration, z.enum(['never', 'immediately'])])
       .optional()
-      .describe('Deprecated alias of witness_max: a duration = witness_max, "never" = none, "immediately" = no witness at all (the page cannot fire on the canary).'),
+      .describe('Deprecated alias of witness_max: a duration = witness_max, "never" = none, '
+        + '"immediately" = no witness at all (the page cannot fire on the canary).'),
   })
   .superRefine((c, ctx) => {
     if (c.reresolve_after !== undefined && c.witness_max !== undefined) {
@@ -71,7 +74,11 @@ export const canarySchema = z
   });
 
 /** Holder method names a probe must not call: a probe that times out cancels nothing at the far end. */
-export const MUTATING_METHOD = /^(create|delete|remove|deploy|undeploy|stop|start|restart|run|execute|exec|upload|put|commit|edit|update|set|save|clear|cleanup|reset|kill|shutdown|register|unregister|publish|discard|install|uninstall)(_|$|[A-Z])/;
+const MUTATING_VERBS = [
+  'create', 'delete', 'remove', 'deploy', 'undeploy', 'stop', 'start', 'restart', 'run', 'execute', 'exec', 'upload', 'put', 'commit', 'edit', 'update',
+  'set', 'save', 'clear', 'cleanup', 'reset', 'kill', 'shutdown', 'register', 'unregister', 'publish', 'discard', 'install', 'uninstall',
+];
+export const MUTATING_METHOD = new RegExp(`^(${MUTATING_VERBS.join('|')})(_|$|[A-Z])`);
 
 export const holderProbeSchema = z.strictObject({
   service: holderServiceRef.optional().describe("Service to call (default: the holder's service)."),
@@ -81,7 +88,8 @@ export const holderProbeSchema = z.strictObject({
   args: z.array(z.unknown()).default([]),
   kwargs: z.record(z.string(), z.unknown()).default({}),
   timeout: duration.optional().describe("Deadline of the call (default: the watched service's timeout)."),
-  interval: duration.optional().describe("Run at most this often (default: every cycle); the holder's calls may be costly (list_apps reads every app artifact)."),
+  interval: duration.optional()
+    .describe("Run at most this often (default: every cycle); the holder's calls may be costly (list_apps reads every app artifact)."),
 });
 
 export const holderSchema = z
@@ -95,7 +103,8 @@ export const holderSchema = z
     method: methodName.optional().describe('Method that returns the cached id (omit for a probe-only holder, e.g. a released BioEngine, which reports no id).'),
     args: z.array(z.unknown()).default([]),
     kwargs: z.record(z.string(), z.unknown()).default({}),
-    field: fieldPath.optional().describe('Where the cached id is in the result; omitted = the result itself. A full "ws/client:svc" or "ws/client" is reduced to the client id.'),
+    field: fieldPath.optional()
+      .describe('Where the cached id is in the result; omitted = the result itself. A full "ws/client:svc" or "ws/client" is reduced to the client id.'),
     probe: holderProbeSchema.optional().describe("Read-only call through the holder's cached proxy; its success is part of the witness release."),
   })
   .superRefine((h, ctx) => {
@@ -116,7 +125,8 @@ export const watchedServiceSchema = z
     resolve_mode: z.enum(RESOLVE_MODES).default('random').describe('getService mode for the fresh resolution and the canary.'),
     probe: probeSchema
       .optional()
-      .describe('Probe call made through the cached and the fresh proxy each cycle (default for an artifact manager: list(limit=1, silent=true); otherwise none).'),
+      .describe('Probe call made through the cached and the fresh proxy each cycle '
+        + '(default for an artifact manager: list(limit=1, silent=true); otherwise none).'),
     canary: canarySchema.default({ enabled: true, released_client_ids: [] }),
     holders: z.array(holderSchema).default([]),
   })

@@ -9,6 +9,7 @@ import type { Source } from '../sources/poller';
 import { registrationStageConfig } from '../registration/stage-config';
 import { planRaySources } from '../sources/ray-serve/planner';
 import type { DesiredSource, SourcePlanner } from '../sources/registry';
+import type { Restored, SavedState } from '../snapshot/restored';
 import { planWatchedServices } from '../sources/services/planner';
 import { planHyphaRegistration } from '../sources/hypha/planner';
 import { errorMessage } from '../util/errors';
@@ -46,7 +47,8 @@ export class Exporter {
   /** Joins Ray and Hypha into per-app registration; one for the exporter's lifetime, reconfigured on reload. */
   readonly registration: RegistrationStage;
   #config: Config | undefined;
-  readonly #sources = new Map<string, { fingerprint: string; source: Source }>();
+  /** Running sources by key, each with the plan it was created from (its fingerprint, and what of it is saved). */
+  readonly #sources = new Map<string, { desired: DesiredSource; source: Source }>();
   #firstCycle: Promise<unknown> = Promise.resolve();
   #stateWriter: PersistedStateWriter | undefined;
   #ready = false;
@@ -73,22 +75,18 @@ export class Exporter {
   /** First load: a bad config throws ConfigError (the CLI exits 2). */
   start(): void {
     const cfg = loadConfig(this.opts.configFile, this.opts.env);
+    let restored: Restored | undefined;
     if (this.opts.storagePath !== undefined) {
-      const restored = loadPersistedState(this.opts.storagePath, this.opts.log);
-      // Before any source starts: they continue from it in their constructors.
-      if (restored) {
-        this.store.setRestored(restored);
-        this.registration.restore(restored.registration);
-      }
+      restored = loadPersistedState(this.opts.storagePath, this.opts.log);
+      if (restored) this.registration.restore(restored.registration);
       if (!this.opts.storageReadOnly) {
-        this.#stateWriter = new PersistedStateWriter(this.opts.storagePath, this.store, this.opts.log);
-        this.#stateWriter.start();
+        this.#stateWriter = new PersistedStateWriter(this.opts.storagePath, () => this.#saved(), this.opts.log);
+        this.#stateWriter.start(this.store);
       }
     }
-    this.#apply(cfg);
+    // Only the sources of the first load continue from it; a source a later reload adds starts fresh.
+    this.#apply(cfg, restored);
     this.registration.start();
-    // Sources took what they continue from in their constructors; a later reload must not reuse it.
-    if (this.store.get().restored) this.store.setRestored(undefined);
     this.store.recordReload(true, Date.now() / 1000);
     this.opts.log.info({ file: cfg.file, ray_clusters: cfg.rayClusters.length }, 'configuration loaded');
   }
@@ -121,8 +119,16 @@ export class Exporter {
   async stop(): Promise<void> {
     this.registration.stop();
     await Promise.all([...this.#sources.values()].map((s) => s.source.stop()));
-    this.#sources.clear();
+    // Written from the stopped sources' hand-overs: what the next process continues from.
     this.#stateWriter?.stop();
+    this.#sources.clear();
+  }
+
+  /** What the state file keeps (--storage.path): each running source's part of its hand-over, and the registration histories. */
+  #saved(): SavedState {
+    const saved: SavedState = { witnesses: new Map(), serverIds: new Map(), registration: this.registration.histories() };
+    for (const { desired, source } of this.#sources.values()) desired.save?.(source.handoff(), saved);
+    return saved;
   }
 
   /** The registration stage's fresh-sample request, served by that cluster's Ray source. */
@@ -130,8 +136,8 @@ export class Exporter {
     void this.#sources.get(`ray/${cluster}`)?.source.sampleFresh?.();
   }
 
-  #apply(cfg: Config): void {
-    const desired: DesiredSource[] = PLANNERS.flatMap((p) => p(cfg, this.store, this.opts.log));
+  #apply(cfg: Config, restored?: Restored): void {
+    const desired: DesiredSource[] = PLANNERS.flatMap((p) => p(cfg, this.store, this.opts.log, restored));
     // Registration is judged only where a Hypha source reads a registry.
     this.registration.configure(desired.some((d) => d.kind === 'hypha') ? registrationStageConfig(cfg) : undefined);
     const keep = new Set(desired.map((d) => d.key));
@@ -145,14 +151,18 @@ export class Exporter {
     }
     for (const d of desired) {
       const cur = this.#sources.get(d.key);
-      if (cur && cur.fingerprint === d.fingerprint) {
+      if (cur && cur.desired.fingerprint === d.fingerprint) {
         d.configure?.(cur.source);
+        this.#sources.set(d.key, { desired: d, source: cur.source });
         continue;
       }
+      // Restarted by a reload: the successor continues what its predecessor hands over (taken before
+      // stop, as last published); a key new to this process has nothing to continue.
+      const previous = cur?.source.handoff();
       if (cur) void cur.source.stop();
-      const source = d.create();
+      const source = d.create(previous);
       d.configure?.(source);
-      this.#sources.set(d.key, { fingerprint: d.fingerprint, source });
+      this.#sources.set(d.key, { desired: d, source });
       source.start();
       started.push(source);
     }

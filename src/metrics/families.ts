@@ -1,6 +1,7 @@
 import { isMissing, REGISTRATION_STATES } from '../snapshot/registration';
 import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, WorkerSample } from '../snapshot/registration';
+import { CALL_DURATION_BUCKETS, WatchedServiceSample, WITNESS_RELEASE_REASONS } from '../snapshot/services';
 import {
   APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS,
   RayClusterSample, ReloadStatus, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths, isKnown, registrationKnown,
@@ -9,9 +10,12 @@ import { isBioEngineApp } from '../registration/expected';
 import { REVISION, VERSION } from '../util/version';
 import type { MetricType } from './text';
 
-// The one declared list of the metric families derived from the snapshot (and the exporter's
-// own process). The renderer, the prom-client adapters kept for sections' tests, and the
-// generated metrics docs all read this table; nothing else defines a family.
+// The one declared list of every metric family the exporter serves, except the standard process_*
+// and nodejs_* families of prom-client's default collectors (process.ts). Each entry names its
+// type, help, labels, stability, documented meaning and scope, and the function that yields its
+// samples from one unit of that scope; histograms yield per-series bucket data that
+// forEachSample() expands into _bucket/_sum/_count lines. The renderer (renderer.ts: per-unit
+// cached lines) and the generated docs (docs.ts) read only this table; nothing else defines a family.
 
 /** What one family's samples are computed from; units of a scope are cached and re-rendered together. */
 export interface ScopeArgs {
@@ -19,6 +23,8 @@ export interface ScopeArgs {
   process: { reload?: ReloadStatus };
   /** One upstream's health; rendered on every scrape (sample age is clock-dependent). */
   source: { h: SourceHealth; now: number };
+  /** One watched service (docs/watched-services.md): providers, resolved vs cached client ids, churn and probe calls. */
+  service: WatchedServiceSample;
   cluster: RayClusterSample;
   app: { cluster: string; app: ServeApp };
   deployment: { cluster: string; app: string; d: ServeDeployment };
@@ -33,28 +39,49 @@ export type Scope = keyof ScopeArgs;
 /** Scopes whose samples depend on the clock or the process, not only on the snapshot. */
 export const DYNAMIC_SCOPES: readonly Scope[] = ['process', 'source'];
 
-export type Group = 'exporter' | 'ray' | 'hypha';
 /** 'deprecated': served one more release beside its replacement (named in the doc text), then removed. */
 export type Stability = 'stable' | 'experimental' | 'deprecated';
 
 /** Receives one sample: label values in the family's label order (undefined leaves the label out). */
 export type Emit = (labelValues: readonly (string | undefined)[], value: number) => void;
 
-export interface FamilyDef<S extends Scope = Scope> {
+/** One histogram series as a source keeps it: a count per bucket (observations in (previous bound, bound]), the sum and the total. */
+export interface HistogramSample {
+  counts: readonly number[];
+  sum: number;
+  count: number;
+}
+/** Receives one histogram series: label values in the family's label order (without `le`) and its data. */
+export type EmitHistogram = (labelValues: readonly (string | undefined)[], h: HistogramSample) => void;
+
+interface FamilyBase<S extends Scope> {
   name: string;
-  type: Exclude<MetricType, 'histogram'>;
   help: string;
+  /** Label names in exposition order; a histogram's `_bucket` lines add `le` after them. */
   labels: readonly string[];
   stability: Stability;
-  /** Operator-facing meaning for the docs tables (markdown); `help` when absent. */
-  doc?: string;
-  group: Group;
+  /** Operator-facing meaning for the docs tables (markdown). */
+  doc: string;
   scope: S;
+}
+interface ValueFamily<S extends Scope> extends FamilyBase<S> {
+  type: Exclude<MetricType, 'histogram'>;
   sample: (x: ScopeArgs[S], emit: Emit) => void;
 }
+interface HistogramFamily<S extends Scope> extends FamilyBase<S> {
+  type: 'histogram';
+  /** Upper bounds of the buckets, ascending, without +Inf. */
+  buckets: readonly number[];
+  sample: (x: ScopeArgs[S], emit: EmitHistogram) => void;
+}
+type FamilyDef<S extends Scope> = ValueFamily<S> | HistogramFamily<S>;
 export type AnyFamily = { [S in Scope]: FamilyDef<S> }[Scope];
 
-function fam<S extends Scope>(def: FamilyDef<S>): AnyFamily {
+function fam<S extends Scope>(def: ValueFamily<S>): AnyFamily {
+  return def as unknown as AnyFamily;
+}
+
+function histogram<S extends Scope>(def: HistogramFamily<S>): AnyFamily {
   return def as unknown as AnyFamily;
 }
 
@@ -65,6 +92,7 @@ function stateSet(emit: Emit, base: readonly (string | undefined)[], known: read
 }
 
 const SRC = ['source', 'target'] as const;
+const SVC = ['service'] as const;
 const APP = ['ray_cluster', 'app'] as const;
 const DEP = ['ray_cluster', 'app', 'deployment'] as const;
 const PROXY = ['ray_cluster', 'node_id', 'node_ip'] as const;
@@ -79,269 +107,552 @@ const depLabels = (x: ScopeArgs['deployment']) => [x.cluster, x.app, x.d.name];
 const proxyLabels = (x: ScopeArgs['proxy']) => [x.cluster, x.p.nodeId, x.p.nodeIp];
 const regLabels = (x: ScopeArgs['registration']) => [x.a.cluster, x.a.app, x.hypha];
 
+/** Cached holders whose client id could be read this cycle (the others have no series). */
+const readHolders = (w: WatchedServiceSample) => w.cached.filter((c) => c.clientId !== undefined);
+
 export const FAMILIES: readonly AnyFamily[] = [
   // ------------------------------------------------------------ the exporter itself
   fam({
-    name: 'hypha_serve_exporter_build_info', type: 'gauge', help: 'Build of the exporter; always 1.', labels: ['version', 'revision', 'nodejs'],
-    stability: 'stable', doc: "always 1", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([VERSION, REVISION, process.version], 1),
+    name: 'hypha_serve_exporter_build_info', type: 'gauge', labels: ['version', 'revision', 'nodejs'], stability: 'stable', scope: 'process',
+    help: 'Build of the exporter; always 1.',
+    doc: 'always 1',
+    sample: (_x, emit) => emit([VERSION, REVISION, process.version], 1),
   }),
   fam({
-    name: 'hypha_serve_exporter_config_last_reload_successful', type: 'gauge', help: '1 when the last configuration (re)load succeeded.', labels: [],
-    stability: 'stable', doc: "1 if the last (re)load succeeded", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reload?.ok === true ? 1 : 0),
+    name: 'hypha_serve_exporter_config_last_reload_successful', type: 'gauge', labels: [], stability: 'stable', scope: 'process',
+    help: '1 when the last configuration (re)load succeeded.',
+    doc: '1 if the last (re)load succeeded',
+    sample: (x, emit) => emit([], x.reload?.ok === true ? 1 : 0),
   }),
   fam({
-    name: 'hypha_serve_exporter_config_last_reload_success_timestamp_seconds', type: 'gauge', help: 'When the configuration was last loaded successfully (Unix seconds).', labels: [],
-    stability: 'stable', doc: "time of the last successful load", group: 'exporter', scope: 'process', sample: (x, emit) => emit([], x.reload?.lastSuccessSeconds ?? 0),
+    name: 'hypha_serve_exporter_config_last_reload_success_timestamp_seconds', type: 'gauge', labels: [], stability: 'stable', scope: 'process',
+    help: 'When the configuration was last loaded successfully (Unix seconds).',
+    doc: 'time of the last successful load',
+    sample: (x, emit) => emit([], x.reload?.lastSuccessSeconds ?? 0),
   }),
   // The process's own footprint, hand-made in the exporter's namespace before the standard process_*
-  // families (prom-client's default collectors, metrics/exporter.ts) were served: deprecated aliases
-  // kept for 0.2.x, removed in the release after.
+  // families (prom-client's default collectors, process.ts) were served: deprecated aliases kept
+  // for 0.2.x, removed in the release after.
   fam({
-    name: 'hypha_serve_exporter_start_time_seconds', type: 'gauge', help: 'When the exporter process started (Unix seconds). Deprecated: use process_start_time_seconds.', labels: [],
-    stability: 'deprecated', doc: "process start time; deprecated, use `process_start_time_seconds`", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], startSeconds),
+    name: 'hypha_serve_exporter_start_time_seconds', type: 'gauge', labels: [], stability: 'deprecated', scope: 'process',
+    help: 'When the exporter process started (Unix seconds). Deprecated: use process_start_time_seconds.',
+    doc: 'process start time; deprecated, use `process_start_time_seconds`',
+    sample: (_x, emit) => emit([], startSeconds),
   }),
   fam({
-    name: 'hypha_serve_exporter_resident_memory_bytes', type: 'gauge', help: 'Resident memory of the exporter process. Deprecated: use process_resident_memory_bytes.', labels: [],
-    stability: 'deprecated', doc: "resident memory of the exporter; deprecated, use `process_resident_memory_bytes`", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage.rss()),
+    name: 'hypha_serve_exporter_resident_memory_bytes', type: 'gauge', labels: [], stability: 'deprecated', scope: 'process',
+    help: 'Resident memory of the exporter process. Deprecated: use process_resident_memory_bytes.',
+    doc: 'resident memory of the exporter; deprecated, use `process_resident_memory_bytes`',
+    sample: (_x, emit) => emit([], process.memoryUsage.rss()),
   }),
   fam({
-    name: 'hypha_serve_exporter_heap_used_bytes', type: 'gauge', help: 'V8 heap in use by the exporter process. Deprecated: use nodejs_heap_size_used_bytes.', labels: [],
-    stability: 'deprecated', doc: "V8 heap in use; deprecated, use `nodejs_heap_size_used_bytes`", group: 'exporter', scope: 'process', sample: (_x, emit) => emit([], process.memoryUsage().heapUsed),
+    name: 'hypha_serve_exporter_heap_used_bytes', type: 'gauge', labels: [], stability: 'deprecated', scope: 'process',
+    help: 'V8 heap in use by the exporter process. Deprecated: use nodejs_heap_size_used_bytes.',
+    doc: 'V8 heap in use; deprecated, use `nodejs_heap_size_used_bytes`',
+    sample: (_x, emit) => emit([], process.memoryUsage().heapUsed),
   }),
   fam({
-    name: 'hypha_serve_exporter_cpu_seconds_total', type: 'counter', help: 'CPU time (user + system) used by the exporter process. Deprecated: use process_cpu_seconds_total.', labels: [],
-    stability: 'deprecated', doc: "CPU time used by the exporter; deprecated, use `process_cpu_seconds_total`", group: 'exporter', scope: 'process', sample: (_x, emit) => {
+    name: 'hypha_serve_exporter_cpu_seconds_total', type: 'counter', labels: [], stability: 'deprecated', scope: 'process',
+    help: 'CPU time (user + system) used by the exporter process. Deprecated: use process_cpu_seconds_total.',
+    doc: 'CPU time used by the exporter; deprecated, use `process_cpu_seconds_total`',
+    sample: (_x, emit) => {
       const cpu = process.cpuUsage();
       emit([], (cpu.user + cpu.system) / 1e6);
     },
   }),
   fam({
-    name: 'hypha_serve_source_up', type: 'gauge', help: '1 when the last sample of the upstream succeeded.', labels: SRC,
-    stability: 'stable', doc: "1 if the last sample of the upstream succeeded: `source=\"ray\"` (`target` = Ray cluster), `\"hypha\"` (registry connection, `target` = Hypha server name), `\"hypha_service\"` (a watched service's connection, `target` = service id)", group: 'exporter', scope: 'source', sample: ({ h }, emit) => emit([h.source, h.target], h.up ? 1 : 0),
+    name: 'hypha_serve_source_up', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
+    help: '1 when the last sample of the upstream succeeded.',
+    doc: '1 if the last sample of the upstream succeeded: `source="ray"` (`target` = Ray cluster), `"hypha"` (registry connection, '
+      + '`target` = Hypha server name), `"hypha_service"` (a watched service\'s connection, `target` = service id)',
+    sample: ({ h }, emit) => emit([h.source, h.target], h.up ? 1 : 0),
   }),
   fam({
-    name: 'hypha_serve_source_last_success_timestamp_seconds', type: 'gauge', help: 'When the upstream was last sampled successfully (Unix seconds).', labels: SRC,
-    stability: 'stable', doc: "time of the last successful sample", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    name: 'hypha_serve_source_last_success_timestamp_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
+    help: 'When the upstream was last sampled successfully (Unix seconds).',
+    doc: 'time of the last successful sample',
+    sample: ({ h }, emit) => {
       if (h.lastSuccessSeconds !== undefined) emit([h.source, h.target], h.lastSuccessSeconds);
     },
   }),
   fam({
-    name: 'hypha_serve_source_sample_age_seconds', type: 'gauge', help: 'Age of the data served for the upstream: now minus the last successful sample.', labels: SRC,
-    stability: 'stable', doc: "now − last successful sample", group: 'exporter', scope: 'source', sample: ({ h, now }, emit) => {
+    name: 'hypha_serve_source_sample_age_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
+    help: 'Age of the data served for the upstream: now minus the last successful sample.',
+    doc: 'now − last successful sample',
+    sample: ({ h, now }, emit) => {
       if (h.lastSuccessSeconds !== undefined) emit([h.source, h.target], Math.max(0, now - h.lastSuccessSeconds));
     },
   }),
   fam({
-    name: 'hypha_serve_source_sample_duration_seconds', type: 'gauge', help: 'Duration of the last sample attempt of the upstream.', labels: SRC,
-    stability: 'stable', doc: "duration of the last sample attempt", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    name: 'hypha_serve_source_sample_duration_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
+    help: 'Duration of the last sample attempt of the upstream.',
+    doc: 'duration of the last sample attempt',
+    sample: ({ h }, emit) => {
       if (h.lastDurationSeconds !== undefined) emit([h.source, h.target], h.lastDurationSeconds);
     },
   }),
   fam({
-    name: 'hypha_serve_source_interval_seconds', type: 'gauge', help: 'Configured sampling interval of the upstream; a sample age far past it while source_up stays 1 is a stuck sampler.', labels: SRC,
-    stability: 'stable', doc: "configured sampling interval (a sample age far past it while `source_up` stays 1 is a stuck sampler)", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    name: 'hypha_serve_source_interval_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
+    help: 'Configured sampling interval of the upstream; a sample age far past it while source_up stays 1 is a stuck sampler.',
+    doc: 'configured sampling interval (a sample age far past it while `source_up` stays 1 is a stuck sampler)',
+    sample: ({ h }, emit) => {
       if (h.intervalSeconds !== undefined) emit([h.source, h.target], h.intervalSeconds);
     },
   }),
   fam({
-    name: 'hypha_serve_source_errors_total', type: 'counter', help: 'Failed samples of the upstream by reason.', labels: [...SRC, 'reason'],
-    stability: 'stable', doc: "failed samples by reason: timeout, connect, http_status, too_large, bad_json, schema, auth, auth_secret_changed, rpc, other (`schema` also counts answers with skipped malformed entries; `auth_secret_changed`: Hypha refused, with a signature error, a token it had accepted before — it restarted with a new JWT secret)", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    name: 'hypha_serve_source_errors_total', type: 'counter', labels: [...SRC, 'reason'], stability: 'stable', scope: 'source',
+    help: 'Failed samples of the upstream by reason.',
+    doc: 'failed samples by reason: timeout, connect, http_status, too_large, bad_json, schema, auth, auth_secret_changed, rpc, other '
+      + '(`schema` also counts answers with skipped malformed entries; `auth_secret_changed`: Hypha refused, with a signature error, '
+      + 'a token it had accepted before — it restarted with a new JWT secret)',
+    sample: ({ h }, emit) => {
       for (const reason of SAMPLE_ERROR_REASONS) emit([h.source, h.target, reason], h.errors[reason]);
     },
   }),
   fam({
-    name: 'hypha_serve_credential_last_read_timestamp_seconds', type: 'gauge', help: 'When the token file of the upstream was last read successfully (Unix seconds); it is read again whenever it changes.', labels: [...SRC, 'file'],
-    stability: 'experimental', doc: "last successful read of the `bearer_token_file` the upstream's source uses (re-read whenever the file changes and after a refusal; never the token); only for sources with a token file", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    name: 'hypha_serve_credential_last_read_timestamp_seconds', type: 'gauge', labels: [...SRC, 'file'], stability: 'experimental', scope: 'source',
+    help: 'When the token file of the upstream was last read successfully (Unix seconds); it is read again whenever it changes.',
+    doc: 'last successful read of the `bearer_token_file` the upstream\'s source uses (re-read whenever the file changes and after a refusal; '
+      + 'never the token); only for sources with a token file',
+    sample: ({ h }, emit) => {
       if (h.credential) emit([h.source, h.target, h.credential.file], h.credential.lastReadSeconds);
     },
   }),
   fam({
-    name: 'hypha_serve_credential_read_errors_total', type: 'counter', help: 'Spells in which the token file of the upstream could not be read (missing, unreadable or empty); the last token read is kept.', labels: [...SRC, 'file'],
-    stability: 'experimental', doc: "spells in which the `bearer_token_file` was missing, unreadable or empty (the last token read stays in use); only for sources with a token file", group: 'exporter', scope: 'source', sample: ({ h }, emit) => {
+    name: 'hypha_serve_credential_read_errors_total', type: 'counter', labels: [...SRC, 'file'], stability: 'experimental', scope: 'source',
+    help: 'Spells in which the token file of the upstream could not be read (missing, unreadable or empty); the last token read is kept.',
+    doc: 'spells in which the `bearer_token_file` was missing, unreadable or empty (the last token read stays in use); only for sources with a token file',
+    sample: ({ h }, emit) => {
       if (h.credential) emit([h.source, h.target, h.credential.file], h.credential.readErrorsTotal);
+    },
+  }),
+
+  // ------------------------------------------------------------ watched services (docs/watched-services.md)
+  // Present while the service is configured, whether its source is up or not: the counters and
+  // the histogram always (cumulative since the source started), the other facts only while known.
+  fam({
+    name: 'hypha_serve_service_providers', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
+    help: 'Live providers of the watched service (registrations in its workspace).',
+    doc: 'live providers of a watched service (e.g. `public/artifact-manager`)',
+    sample: (w, emit) => {
+      if (w.providers) emit([w.service], w.providers.length);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_provider_info', type: 'gauge', labels: [...SVC, 'client_id'], stability: 'stable', scope: 'service',
+    help: 'One series per live provider of the watched service; always 1.',
+    doc: '1 per current provider; departed providers\' series are removed',
+    sample: (w, emit) => {
+      for (const clientId of w.providers ?? []) emit([w.service, clientId], 1);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_resolved_info', type: 'gauge', labels: [...SVC, 'client_id'], stability: 'stable', scope: 'service',
+    help: 'Client id a fresh getServiceInfo on the current connection resolved to this cycle; always 1.',
+    doc: '1 for the client id a fresh `getServiceInfo` resolved this cycle',
+    sample: (w, emit) => {
+      if (w.resolvedClientId !== undefined) emit([w.service, w.resolvedClientId], 1);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_cached_info', type: 'gauge', labels: [...SVC, 'holder', 'client_id'], stability: 'stable', scope: 'service',
+    help: 'Client id a long-lived proxy addresses (holder="exporter": the exporter\'s own canary); always 1.',
+    doc: '1 for the client id a long-lived proxy addresses (`holder="exporter"`: the exporter\'s canary; others: configured holders)',
+    sample: (w, emit) => {
+      for (const c of readHolders(w)) emit([w.service, c.holder, c.clientId], 1);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_cached_stale', type: 'gauge', labels: [...SVC, 'holder'], stability: 'stable', scope: 'service',
+    help: '1 when the cached client id of the holder is not among the live providers.',
+    doc: '1 when that cached id is not among the live providers (the incident-2 condition)',
+    sample: (w, emit) => {
+      for (const c of readHolders(w)) if (c.stale !== undefined) emit([w.service, c.holder], c.stale ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_client_id_changes_total', type: 'counter', labels: SVC, stability: 'stable', scope: 'service',
+    help: 'Cycles in which the set of provider client ids differed from the previous cycle\'s.',
+    doc: 'changes of the provider set',
+    sample: (w, emit) => emit([w.service], w.clientIdChangesTotal),
+  }),
+  fam({
+    name: 'hypha_serve_service_client_id_last_change_timestamp_seconds', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
+    help: 'When the provider set last changed (Unix seconds).',
+    doc: 'last provider-set change',
+    sample: (w, emit) => {
+      if (w.lastChangeSeconds !== undefined) emit([w.service], w.lastChangeSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_canary_reresolves_total', type: 'counter', labels: SVC, stability: 'stable', scope: 'service',
+    help: 'Times the exporter dropped its stale canary proxy and resolved the service anew.',
+    doc: 'the canary was replaced by a fresh resolution when its witness ended (holders agree, `witness_max`, operator release)',
+    sample: (w, emit) => emit([w.service], w.canaryReresolvesTotal),
+  }),
+  histogram({
+    name: 'hypha_serve_service_call_duration_seconds', type: 'histogram', labels: [...SVC, 'method', 'via', 'outcome', 'holder'],
+    buckets: CALL_DURATION_BUCKETS, stability: 'stable', scope: 'service',
+    help: 'Duration of probe calls to the watched service via the cached (canary) or a freshly resolved proxy, and of holder probes '
+      + '(via="holder", with a holder label: a call to the holder that goes through its cached proxy), by outcome.',
+    doc: 'probe calls through the cached (`via="cached"`) and a fresh (`"fresh"`) proxy, and holder probes (`"holder"`, with `holder`); '
+      + `outcome ok, timeout, not_found, never_sent, error; buckets (\`le\`, seconds) ${CALL_DURATION_BUCKETS.join(', ')}; `
+      + 'every outcome\'s series exists from the start',
+    sample: (w, emit) => {
+      for (const c of w.calls) emit([w.service, c.method, c.via, c.outcome, c.holder], c.histogram);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_probe_success', type: 'gauge', labels: [...SVC, 'via'], stability: 'stable', scope: 'service',
+    help: '1 when the last probe call via this kind of proxy succeeded (fresh: any live provider answered).',
+    doc: '1 if the last probe through that path succeeded',
+    sample: (w, emit) => {
+      for (const p of Object.values(w.lastProbes)) emit([w.service, p.via], p.outcome === 'ok' ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_cached_stale_since_timestamp_seconds', type: 'gauge', labels: [...SVC, 'holder'], stability: 'stable', scope: 'service',
+    help: 'Since when the cached client id of the holder has not been among the live providers (holder="exporter": when the canary became '
+      + 'the witness); present while cached_stale is 1.',
+    doc: 'since when the holder\'s cached id has not been among the live providers (`holder="exporter"`: when the canary became the witness); '
+      + 'only while `cached_stale` is 1',
+    sample: (w, emit) => {
+      for (const c of readHolders(w)) if (c.stale === true && c.staleSinceSeconds !== undefined) emit([w.service, c.holder], c.staleSinceSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_holders_configured', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
+    help: 'Configured holders (long-lived clients read or probed). 0: the exporter sees no real client; its stale canary is the only witness.',
+    doc: 'configured holders (long-lived clients read or probed); 0: the exporter sees no real client and its stale canary is the only witness',
+    sample: (w, emit) => {
+      if (w.holdersConfigured !== undefined) emit([w.service], w.holdersConfigured);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_witness_max_seconds', type: 'gauge', labels: SVC, stability: 'experimental', scope: 'service',
+    help: 'canary.witness_max: the longest a stale canary is kept as the witness; absent when unlimited.',
+    doc: '`canary.witness_max`: the longest a stale canary is kept as the witness; absent when unlimited',
+    sample: (w, emit) => {
+      if (w.witnessMaxSeconds !== undefined) emit([w.service], w.witnessMaxSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_witness_releases_total', type: 'counter', labels: [...SVC, 'reason'], stability: 'experimental', scope: 'service',
+    help: 'Times a stale canary (the witness) ended, by reason: returned (its id is live again), holders_agree, max_age (witness_max passed), '
+      + 'operator (released_client_ids).',
+    doc: 'witnesses (stale canaries) ended, by `reason`: returned (its id is live again), holders_agree, max_age (`witness_max` passed), '
+      + 'operator (`released_client_ids`); all four always present',
+    sample: (w, emit) => {
+      for (const reason of WITNESS_RELEASE_REASONS) emit([w.service, reason], w.witnessReleasesTotal?.[reason] ?? 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_holder_probe_success', type: 'gauge', labels: [...SVC, 'holder'], stability: 'experimental', scope: 'service',
+    help: '1 when the last holder probe (a read-only call through the holder\'s cached proxy of the service) succeeded.',
+    doc: '1 if the last holder probe (a read-only call through the holder\'s cached proxy of the service) succeeded; '
+      + 'only while the source is up, after the holder\'s first probe',
+    sample: (w, emit) => {
+      // Like the other probes: only while the source is up.
+      if (w.health.up) for (const p of w.holderProbes ?? []) emit([w.service, p.holder], p.outcome === 'ok' ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_cached_server_gone', type: 'gauge', labels: [...SVC, 'holder'], stability: 'stable', scope: 'service',
+    help: '1 when the holder\'s cached client id is stale and is a Hypha server id the server replaced (it came back under another id): '
+      + 'that id never returns; 0 otherwise; absent while staleness is unknown.',
+    doc: '1 if the holder\'s cached id is stale and is a Hypha server id the server replaced (it came back under another id): '
+      + 'that id never returns; 0 otherwise; absent while staleness is unknown',
+    sample: (w, emit) => {
+      for (const c of readHolders(w)) if (c.serverGone !== undefined) emit([w.service, c.holder], c.serverGone ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_fresh_probe_attempts', type: 'gauge', labels: SVC, stability: 'experimental', scope: 'service',
+    help: 'Providers the last fresh probe tried: 1 = the first resolution answered; more = a listed provider did not answer and others were tried.',
+    doc: 'providers the last fresh probe tried: 1 = the first resolution answered; more = a listed provider did not answer and others were tried',
+    sample: (w, emit) => {
+      if (w.lastProbes.fresh?.attempts !== undefined) emit([w.service], w.lastProbes.fresh.attempts);
     },
   }),
 
   // ------------------------------------------------------------ Ray Serve
   // `ray_cluster`, not `cluster`: multi-cluster Prometheus setups use `cluster` as an external label.
   fam({
-    name: 'hypha_serve_app_status', type: 'gauge', help: 'Ray Serve application status (state set: 1 for the current status).', labels: [...APP, 'status'],
-    stability: 'stable', doc: "state set over NOT_STARTED, DEPLOYING, DEPLOY_FAILED, RUNNING, UNHEALTHY, DELETING", group: 'ray', scope: 'app', sample: (x, emit) => stateSet(emit, [x.cluster, x.app.name], APP_STATUSES, x.app.status),
+    name: 'hypha_serve_app_status', type: 'gauge', labels: [...APP, 'status'], stability: 'stable', scope: 'app',
+    help: 'Ray Serve application status (state set: 1 for the current status).',
+    doc: 'state set over NOT_STARTED, DEPLOYING, DEPLOY_FAILED, RUNNING, UNHEALTHY, DELETING',
+    sample: (x, emit) => stateSet(emit, [x.cluster, x.app.name], APP_STATUSES, x.app.status),
   }),
   fam({
-    name: 'hypha_serve_app_info', type: 'gauge', help: 'Ray Serve application facts; always 1.', labels: [...APP, 'route_prefix', 'source'],
-    stability: 'stable', doc: "always 1", group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name, x.app.routePrefix ?? '', x.app.source ?? ''], 1),
+    name: 'hypha_serve_app_info', type: 'gauge', labels: [...APP, 'route_prefix', 'source'], stability: 'stable', scope: 'app',
+    help: 'Ray Serve application facts; always 1.',
+    doc: 'always 1',
+    sample: (x, emit) => emit([x.cluster, x.app.name, x.app.routePrefix ?? '', x.app.source ?? ''], 1),
   }),
   fam({
-    name: 'hypha_serve_app_deployed_timestamp_seconds', type: 'gauge', help: 'When the application was last deployed (Unix seconds).', labels: APP,
-    stability: 'stable', doc: "last deployment time", group: 'ray', scope: 'app', sample: (x, emit) => {
+    name: 'hypha_serve_app_deployed_timestamp_seconds', type: 'gauge', labels: APP, stability: 'stable', scope: 'app',
+    help: 'When the application was last deployed (Unix seconds).',
+    doc: 'last deployment time',
+    sample: (x, emit) => {
       if (x.app.lastDeployedSeconds !== undefined) emit([x.cluster, x.app.name], x.app.lastDeployedSeconds);
     },
   }),
   fam({
-    name: 'hypha_serve_app_message_present', type: 'gauge', help: '1 when Ray Serve reports a non-empty status message for the application.', labels: APP,
-    stability: 'stable', doc: "1 if Ray reports a status message (the text is on the status page, not in a label)", group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name], x.app.messagePresent ? 1 : 0),
+    name: 'hypha_serve_app_message_present', type: 'gauge', labels: APP, stability: 'stable', scope: 'app',
+    help: '1 when Ray Serve reports a non-empty status message for the application.',
+    doc: '1 if Ray reports a status message (the text is on the status page, not in a label)',
+    sample: (x, emit) => emit([x.cluster, x.app.name], x.app.messagePresent ? 1 : 0),
   }),
   fam({
-    name: 'hypha_serve_app_bioengine_proxy', type: 'gauge',
-    help: '1 when the application\'s ingress is BioEngine\'s ProxyDeployment, which registers its Hypha service and deregisters it when a sibling deployment has no RUNNING replica; 0 for other Serve apps (registrant unknown).', labels: APP,
-    stability: 'stable', doc: "1 if the app's ingress is BioEngine's `ProxyDeployment` (its Hypha registrant; since BioEngine 0.13.0 it deregisters the service while a sibling deployment has no RUNNING replica), 0 for other Serve apps (registrant unknown)", group: 'ray', scope: 'app', sample: (x, emit) => emit([x.cluster, x.app.name], isBioEngineApp(x.app) ? 1 : 0),
+    name: 'hypha_serve_app_bioengine_proxy', type: 'gauge', labels: APP, stability: 'stable', scope: 'app',
+    help: '1 when the application\'s ingress is BioEngine\'s ProxyDeployment, which registers its Hypha service and deregisters it when '
+      + 'a sibling deployment has no RUNNING replica; 0 for other Serve apps (registrant unknown).',
+    doc: '1 if the app\'s ingress is BioEngine\'s `ProxyDeployment` (its Hypha registrant; since BioEngine 0.13.0 it deregisters the service '
+      + 'while a sibling deployment has no RUNNING replica), 0 for other Serve apps (registrant unknown)',
+    sample: (x, emit) => emit([x.cluster, x.app.name], isBioEngineApp(x.app) ? 1 : 0),
   }),
   fam({
-    name: 'hypha_serve_deployment_status', type: 'gauge', help: 'Ray Serve deployment status (state set).', labels: [...DEP, 'status'],
-    stability: 'stable', doc: "state set over UPDATING, HEALTHY, UNHEALTHY, DEPLOY_FAILED, UPSCALING, DOWNSCALING", group: 'ray', scope: 'deployment', sample: (x, emit) => stateSet(emit, depLabels(x), DEPLOYMENT_STATUSES, x.d.status),
+    name: 'hypha_serve_deployment_status', type: 'gauge', labels: [...DEP, 'status'], stability: 'stable', scope: 'deployment',
+    help: 'Ray Serve deployment status (state set).',
+    doc: 'state set over UPDATING, HEALTHY, UNHEALTHY, DEPLOY_FAILED, UPSCALING, DOWNSCALING',
+    sample: (x, emit) => stateSet(emit, depLabels(x), DEPLOYMENT_STATUSES, x.d.status),
   }),
   fam({
-    name: 'hypha_serve_deployment_replicas', type: 'gauge', help: 'Replicas of the deployment per replica state (explicit zeros).', labels: [...DEP, 'state'],
-    stability: 'stable', doc: "replicas per state STARTING, UPDATING, RECOVERING, RUNNING, STOPPING, PENDING_MIGRATION (explicit zeros)", group: 'ray', scope: 'deployment', sample: (x, emit) => {
+    name: 'hypha_serve_deployment_replicas', type: 'gauge', labels: [...DEP, 'state'], stability: 'stable', scope: 'deployment',
+    help: 'Replicas of the deployment per replica state (explicit zeros).',
+    doc: 'replicas per state STARTING, UPDATING, RECOVERING, RUNNING, STOPPING, PENDING_MIGRATION (explicit zeros)',
+    sample: (x, emit) => {
       const l = depLabels(x);
       for (const [state, n] of Object.entries(x.d.replicas)) emit([...l, state], n);
     },
   }),
   fam({
-    name: 'hypha_serve_deployment_target_replicas', type: 'gauge', help: 'Replica count Ray Serve is currently targeting.', labels: DEP,
-    stability: 'stable', doc: "replica count Serve targets now", group: 'ray', scope: 'deployment', sample: (x, emit) => {
+    name: 'hypha_serve_deployment_target_replicas', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
+    help: 'Replica count Ray Serve is currently targeting.',
+    doc: 'replica count Serve targets now',
+    sample: (x, emit) => {
       if (x.d.targetReplicas !== undefined) emit(depLabels(x), x.d.targetReplicas);
     },
   }),
   fam({
-    name: 'hypha_serve_deployment_min_replicas', type: 'gauge', help: 'Lower replica bound (autoscaling min_replicas, or the fixed num_replicas).', labels: DEP,
-    stability: 'stable', doc: "autoscaling `min_replicas`, or fixed `num_replicas`", group: 'ray', scope: 'deployment', sample: (x, emit) => {
+    name: 'hypha_serve_deployment_min_replicas', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
+    help: 'Lower replica bound (autoscaling min_replicas, or the fixed num_replicas).',
+    doc: 'autoscaling `min_replicas`, or fixed `num_replicas`',
+    sample: (x, emit) => {
       if (x.d.minReplicas !== undefined) emit(depLabels(x), x.d.minReplicas);
     },
   }),
   fam({
-    name: 'hypha_serve_deployment_max_replicas', type: 'gauge', help: 'Upper replica bound (autoscaling max_replicas, or the fixed num_replicas).', labels: DEP,
-    stability: 'stable', doc: "autoscaling `max_replicas`, or fixed `num_replicas`", group: 'ray', scope: 'deployment', sample: (x, emit) => {
+    name: 'hypha_serve_deployment_max_replicas', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
+    help: 'Upper replica bound (autoscaling max_replicas, or the fixed num_replicas).',
+    doc: 'autoscaling `max_replicas`, or fixed `num_replicas`',
+    sample: (x, emit) => {
       if (x.d.maxReplicas !== undefined) emit(depLabels(x), x.d.maxReplicas);
     },
   }),
   fam({
-    name: 'hypha_serve_deployment_autoscaling', type: 'gauge', help: '1 when the deployment has an autoscaling config.', labels: DEP,
-    stability: 'stable', doc: "1 if the deployment autoscales", group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.autoscaling ? 1 : 0),
+    name: 'hypha_serve_deployment_autoscaling', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
+    help: '1 when the deployment has an autoscaling config.',
+    doc: '1 if the deployment autoscales',
+    sample: (x, emit) => emit(depLabels(x), x.d.autoscaling ? 1 : 0),
   }),
   fam({
-    name: 'hypha_serve_deployment_scaled_to_zero', type: 'gauge',
-    help: '1 when the deployment is idle at zero by design (autoscaling allows 0, target 0, no RUNNING replica, serviceable status).', labels: DEP,
-    stability: 'stable', doc: "1 when idle at zero by design: autoscaling allows 0, target 0, no RUNNING replica, status HEALTHY/UPSCALING/DOWNSCALING (as opposed to crashed)", group: 'ray', scope: 'deployment', sample: (x, emit) => emit(depLabels(x), x.d.scaledToZero ? 1 : 0),
+    name: 'hypha_serve_deployment_scaled_to_zero', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
+    help: '1 when the deployment is idle at zero by design (autoscaling allows 0, target 0, no RUNNING replica, serviceable status).',
+    doc: '1 when idle at zero by design: autoscaling allows 0, target 0, no RUNNING replica, status HEALTHY/UPSCALING/DOWNSCALING (as opposed to crashed)',
+    sample: (x, emit) => emit(depLabels(x), x.d.scaledToZero ? 1 : 0),
   }),
   fam({
-    name: 'hypha_serve_proxy_ready', type: 'gauge', help: '1 when the Serve HTTP proxy answers 200 on /-/healthz.', labels: PROXY,
-    stability: 'stable', doc: "1 if the Serve HTTP proxy answers 200 on `/-/healthz`", group: 'ray', scope: 'proxy', sample: (x, emit) => {
+    name: 'hypha_serve_proxy_ready', type: 'gauge', labels: PROXY, stability: 'stable', scope: 'proxy',
+    help: '1 when the Serve HTTP proxy answers 200 on /-/healthz.',
+    doc: '1 if the Serve HTTP proxy answers 200 on `/-/healthz`',
+    sample: (x, emit) => {
       if (x.p.ready !== undefined) emit(proxyLabels(x), x.p.ready ? 1 : 0);
     },
   }),
   fam({
-    name: 'hypha_serve_proxy_head', type: 'gauge', help: '1 for the proxy on the controller (head) node, the one that can wake scaled-to-zero apps.', labels: PROXY,
-    stability: 'stable', doc: "1 for the proxy on the controller's (head) node: the only one Ray keeps ready at zero replicas, to take the request that wakes a scaled-to-zero app (Ray PR #47002)", group: 'ray', scope: 'proxy', sample: (x, emit) => emit(proxyLabels(x), x.p.head ? 1 : 0),
+    name: 'hypha_serve_proxy_head', type: 'gauge', labels: PROXY, stability: 'stable', scope: 'proxy',
+    help: '1 for the proxy on the controller (head) node, the one that can wake scaled-to-zero apps.',
+    doc: '1 for the proxy on the controller\'s (head) node: the only one Ray keeps ready at zero replicas, to take the request that wakes '
+      + 'a scaled-to-zero app (Ray PR #47002)',
+    sample: (x, emit) => emit(proxyLabels(x), x.p.head ? 1 : 0),
   }),
   fam({
-    name: 'hypha_serve_proxy_status', type: 'gauge', help: 'Controller view of the Serve proxy actor (state set).', labels: [...PROXY, 'status'],
-    stability: 'stable', doc: "controller's view of the proxy actor: STARTING, HEALTHY, UNHEALTHY, DRAINING, DRAINED", group: 'ray', scope: 'proxy', sample: (x, emit) => stateSet(emit, proxyLabels(x), PROXY_STATUSES, x.p.status),
+    name: 'hypha_serve_proxy_status', type: 'gauge', labels: [...PROXY, 'status'], stability: 'stable', scope: 'proxy',
+    help: 'Controller view of the Serve proxy actor (state set).',
+    doc: 'controller\'s view of the proxy actor: STARTING, HEALTHY, UNHEALTHY, DRAINING, DRAINED',
+    sample: (x, emit) => stateSet(emit, proxyLabels(x), PROXY_STATUSES, x.p.status),
   }),
   fam({
-    name: 'hypha_serve_cluster_apps_dropped_total', type: 'counter', help: 'Applications left out by the per-cluster max_apps cap, summed over samples.', labels: ['ray_cluster'],
-    stability: 'experimental', doc: "apps left out by `max_apps`, summed over samples", group: 'ray', scope: 'cluster', sample: (x, emit) => emit([x.cluster], x.appsDroppedTotal),
+    name: 'hypha_serve_cluster_apps_dropped_total', type: 'counter', labels: ['ray_cluster'], stability: 'experimental', scope: 'cluster',
+    help: 'Applications left out by the per-cluster max_apps cap, summed over samples.',
+    doc: 'apps left out by `max_apps`, summed over samples',
+    sample: (x, emit) => emit([x.cluster], x.appsDroppedTotal),
   }),
   fam({
-    name: 'hypha_serve_cluster_malformed_entries_total', type: 'counter', help: 'Malformed apps, deployments or proxies skipped in Serve API answers.', labels: ['ray_cluster'],
-    stability: 'experimental', doc: "malformed apps/deployments/proxies skipped in Serve API answers", group: 'ray', scope: 'cluster', sample: (x, emit) => emit([x.cluster], x.malformedTotal),
+    name: 'hypha_serve_cluster_malformed_entries_total', type: 'counter', labels: ['ray_cluster'], stability: 'experimental', scope: 'cluster',
+    help: 'Malformed apps, deployments or proxies skipped in Serve API answers.',
+    doc: 'malformed apps/deployments/proxies skipped in Serve API answers',
+    sample: (x, emit) => emit([x.cluster], x.malformedTotal),
   }),
 
   // ------------------------------------------------------------ Hypha registration and BioEngine workers
   fam({
-    name: 'hypha_serve_hypha_reconnects_total', type: 'counter', help: 'Connections to the Hypha server rebuilt after the first one.', labels: ['target'],
-    stability: 'stable', doc: "Hypha connections rebuilt after the first", group: 'hypha', scope: 'hypha', sample: (h, emit) => emit([h.target], h.reconnectsTotal),
+    name: 'hypha_serve_hypha_reconnects_total', type: 'counter', labels: ['target'], stability: 'stable', scope: 'hypha',
+    help: 'Connections to the Hypha server rebuilt after the first one.',
+    doc: 'Hypha connections rebuilt after the first',
+    sample: (h, emit) => emit([h.target], h.reconnectsTotal),
   }),
   fam({
-    name: 'hypha_serve_hypha_connection_generation', type: 'gauge', help: 'Number of the current Hypha connection (1 = the first); moves on every rebuild.', labels: ['target'],
-    stability: 'stable', doc: "number of the current Hypha connection", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
+    name: 'hypha_serve_hypha_connection_generation', type: 'gauge', labels: ['target'], stability: 'stable', scope: 'hypha',
+    help: 'Number of the current Hypha connection (1 = the first); moves on every rebuild.',
+    doc: 'number of the current Hypha connection',
+    sample: (h, emit) => {
       if (h.generation > 0) emit([h.target], h.generation);
     },
   }),
   fam({
-    name: 'hypha_serve_hypha_server_info', type: 'gauge', help: 'The id of the Hypha server the registry connection is connected to; always 1.', labels: ['target', 'server_id'],
-    stability: 'stable', doc: "1; `server_id` is the id the Hypha server reports on the current connection (its built-in services, the artifact manager among them, are provided by client `server_id`); absent while not connected", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
+    name: 'hypha_serve_hypha_server_info', type: 'gauge', labels: ['target', 'server_id'], stability: 'stable', scope: 'hypha',
+    help: 'The id of the Hypha server the registry connection is connected to; always 1.',
+    doc: '1; `server_id` is the id the Hypha server reports on the current connection (its built-in services, the artifact manager among them, '
+      + 'are provided by client `server_id`); absent while not connected',
+    sample: (h, emit) => {
       if (h.health.up && h.serverId !== undefined) emit([h.target, h.serverId], 1);
     },
   }),
   fam({
-    name: 'hypha_serve_hypha_server_id_changed', type: 'gauge',
-    help: '1 when the Hypha server came back (a rebuilt connection) under another server id than before, 0 when it came back under the same id; absent until the exporter has seen a comeback.',
-    labels: ['target'], stability: 'stable', doc: "1 if the last time the registry connection was rebuilt the server reported another id than before (a server without a fixed `--server-id`/`HYPHA_SERVER_ID`: every restart strands cached proxies to its built-in services, incident 2), 0 if it came back under the same id; absent until a comeback was seen and while the source is down (kept in `--storage.path` across an exporter restart; without it unknown again until the next comeback)", group: 'hypha', scope: 'hypha', sample: (h, emit) => {
+    name: 'hypha_serve_hypha_server_id_changed', type: 'gauge', labels: ['target'], stability: 'stable', scope: 'hypha',
+    help: '1 when the Hypha server came back (a rebuilt connection) under another server id than before, 0 when it came back under the same id; '
+      + 'absent until the exporter has seen a comeback.',
+    doc: '1 if the last time the registry connection was rebuilt the server reported another id than before (a server without a fixed '
+      + '`--server-id`/`HYPHA_SERVER_ID`: every restart strands cached proxies to its built-in services, incident 2), 0 if it came back under '
+      + 'the same id; absent until a comeback was seen and while the source is down (kept in `--storage.path` across an exporter restart; '
+      + 'without it unknown again until the next comeback)',
+    sample: (h, emit) => {
       if (h.health.up && h.serverIdChanged !== undefined) emit([h.target], h.serverIdChanged ? 1 : 0);
     },
   }),
   fam({
-    name: 'hypha_serve_hypha_malformed_entries_total', type: 'counter', help: 'Malformed entries skipped in Hypha registry listings.', labels: ['target'],
-    stability: 'experimental', doc: "malformed entries skipped in Hypha registry listings", group: 'hypha', scope: 'hypha', sample: (h, emit) => emit([h.target], h.malformedTotal),
+    name: 'hypha_serve_hypha_malformed_entries_total', type: 'counter', labels: ['target'], stability: 'experimental', scope: 'hypha',
+    help: 'Malformed entries skipped in Hypha registry listings.',
+    doc: 'malformed entries skipped in Hypha registry listings',
+    sample: (h, emit) => emit([h.target], h.malformedTotal),
   }),
   fam({
-    name: 'hypha_serve_app_registered', type: 'gauge',
-    help: '1 when the Serve app\'s expected Hypha service is registered (also under another client id), 0 when not. Present only while the Ray and Hypha sources are up.',
-    labels: REG, stability: 'stable', doc: "1 if the app's expected Hypha service is registered, 0 if not; only while both the Ray and the Hypha source are up (absent otherwise)", group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    name: 'hypha_serve_app_registered', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
+    help: '1 when the Serve app\'s expected Hypha service is registered (also under another client id), 0 when not. '
+      + 'Present only while the Ray and Hypha sources are up.',
+    doc: '1 if the app\'s expected Hypha service is registered, 0 if not; only while both the Ray and the Hypha source are up (absent otherwise)',
+    sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.registered ? 1 : 0);
     },
   }),
   fam({
-    name: 'hypha_serve_app_expected_service_info', type: 'gauge',
+    name: 'hypha_serve_app_expected_service_info', type: 'gauge', labels: [...REG, 'workspace', 'service'], stability: 'stable', scope: 'registration',
     help: 'The Hypha service the Serve app is expected to register ("ws/client:svc", client "*" while never known); always 1.',
-    labels: [...REG, 'workspace', 'service'], stability: 'stable', doc: "1; the service (`ws/client:svc`) the app is expected to register; keeps the last known client id through a worker restart", group: 'hypha', scope: 'registration',
+    doc: '1; the service (`ws/client:svc`) the app is expected to register; keeps the last known client id through a worker restart',
     sample: (x, emit) => emit([...regLabels(x), x.a.workspace, x.a.service], 1),
   }),
   fam({
-    name: 'hypha_serve_app_registration_state', type: 'gauge', help: 'Registration of the Serve app in Hypha, and why it is missing (state set).', labels: [...REG, 'state'],
-    stability: 'stable', doc: "state set: registered, not_running, missing_scaled_to_zero, missing_never_registered, missing_crashed, missing_after_reconnect, missing_history_unknown, missing_other", group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    name: 'hypha_serve_app_registration_state', type: 'gauge', labels: [...REG, 'state'], stability: 'stable', scope: 'registration',
+    help: 'Registration of the Serve app in Hypha, and why it is missing (state set).',
+    doc: 'state set: registered, not_running, missing_scaled_to_zero, missing_never_registered, missing_crashed, missing_after_reconnect, '
+      + 'missing_history_unknown, missing_other',
+    sample: (x, emit) => {
       if (x.known) stateSet(emit, regLabels(x), REGISTRATION_STATES, x.a.state);
     },
   }),
   fam({
-    name: 'hypha_serve_app_unregistered_since_timestamp_seconds', type: 'gauge',
-    help: 'Start of the current spell in which the running app has no Hypha registration (Unix seconds); present only while missing.', labels: REG,
-    stability: 'stable', doc: "start of the current missing spell (only in a `missing_*` state)", group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    name: 'hypha_serve_app_unregistered_since_timestamp_seconds', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
+    help: 'Start of the current spell in which the running app has no Hypha registration (Unix seconds); present only while missing.',
+    doc: 'start of the current missing spell (only in a `missing_*` state)',
+    sample: (x, emit) => {
       if (x.known && isMissing(x.a.state) && x.a.unregisteredSinceSeconds !== undefined) emit(regLabels(x), x.a.unregisteredSinceSeconds);
     },
   }),
   fam({
-    name: 'hypha_serve_app_registration_stuck', type: 'gauge',
-    help: '1 when the app is missing in a state its BioEngine proxy never leaves by itself (a gated deployment idle at zero by design; only a call through the missing service would wake it), 0 otherwise. Present only while the Ray and Hypha sources are up.',
-    labels: REG, stability: 'stable', doc: "1 if the app is missing in a state the upstream never leaves by itself: `missing_scaled_to_zero` or `missing_never_registered` of a BioEngine app (it has a `ProxyDeployment`) one of whose gated deployments is idle at zero by design (target 0); its proxy registers only once every gated deployment has a RUNNING replica (bioengine `proxy_deployment.py`), and only a call through the missing service would start one. 0 otherwise (registered, another cause, a replica being started). With it the incident-1 page needs no 5-minute wait (`cause_waits` in rules/config/mixin.yml, docs/alerts.md, Per-cause wait)", group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    name: 'hypha_serve_app_registration_stuck', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
+    help: '1 when the app is missing in a state its BioEngine proxy never leaves by itself (a gated deployment idle at zero by design; '
+      + 'only a call through the missing service would wake it), 0 otherwise. Present only while the Ray and Hypha sources are up.',
+    doc: '1 if the app is missing in a state the upstream never leaves by itself: `missing_scaled_to_zero` or `missing_never_registered` '
+      + 'of a BioEngine app (it has a `ProxyDeployment`) one of whose gated deployments is idle at zero by design (target 0); its proxy '
+      + 'registers only once every gated deployment has a RUNNING replica (bioengine `proxy_deployment.py`), and only a call through the '
+      + 'missing service would start one. 0 otherwise (registered, another cause, a replica being started). With it the incident-1 page '
+      + 'needs no 5-minute wait (`cause_waits` in rules/config/mixin.yml, docs/alerts.md, Per-cause wait)',
+    sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.stuck === true ? 1 : 0);
     },
   }),
   fam({
-    name: 'hypha_serve_app_registration_client_id_mismatch', type: 'gauge',
-    help: '1 when the app\'s service is registered only under a client id other than the expected one.', labels: REG,
-    stability: 'stable', doc: "1 if registered only under another client id", group: 'hypha', scope: 'registration', sample: (x, emit) => {
+    name: 'hypha_serve_app_registration_client_id_mismatch', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
+    help: '1 when the app\'s service is registered only under a client id other than the expected one.',
+    doc: '1 if registered only under another client id',
+    sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.clientIdMismatch ? 1 : 0);
     },
   }),
   fam({
-    name: 'hypha_serve_app_registration_client_id_changes_total', type: 'counter',
-    help: 'Times the client id registering the app\'s service changed (e.g. proxy replicas re-registering).', labels: REG,
-    stability: 'stable', doc: "the registering client id changed (a proxy replica re-registered)", group: 'hypha', scope: 'registration', sample: (x, emit) => emit(regLabels(x), x.a.clientIdChangesTotal),
+    name: 'hypha_serve_app_registration_client_id_changes_total', type: 'counter', labels: REG, stability: 'stable', scope: 'registration',
+    help: 'Times the client id registering the app\'s service changed (e.g. proxy replicas re-registering).',
+    doc: 'the registering client id changed (a proxy replica re-registered)',
+    sample: (x, emit) => emit(regLabels(x), x.a.clientIdChangesTotal),
   }),
   fam({
-    name: 'hypha_serve_worker_up', type: 'gauge', help: '1 when the BioEngine worker answered get_status in its last cross-check.', labels: ['hypha', 'worker'],
-    stability: 'experimental', doc: "1 if the BioEngine worker answered `get_status`", group: 'hypha', scope: 'worker', sample: (x, emit) => emit([x.hypha, x.w.worker], x.w.up ? 1 : 0),
+    name: 'hypha_serve_worker_up', type: 'gauge', labels: ['hypha', 'worker'], stability: 'experimental', scope: 'worker',
+    help: '1 when the BioEngine worker answered get_status in its last cross-check.',
+    doc: '1 if the BioEngine worker answered `get_status`',
+    sample: (x, emit) => emit([x.hypha, x.w.worker], x.w.up ? 1 : 0),
   }),
   fam({
-    name: 'hypha_serve_worker_app_status', type: 'gauge',
+    name: 'hypha_serve_worker_app_status', type: 'gauge', labels: [...WORKER_APP, 'status'], stability: 'experimental', scope: 'worker',
     help: 'App status as the BioEngine worker reports it (state set); ray_cluster is empty when the config does not tie the worker to one cluster.',
-    labels: [...WORKER_APP, 'status'], stability: 'experimental', doc: "app status as the worker reports it (state set); `ray_cluster` empty unless the config ties the worker to one cluster", group: 'hypha', scope: 'worker', sample: (x, emit) => {
+    doc: 'app status as the worker reports it (state set); `ray_cluster` empty unless the config ties the worker to one cluster',
+    sample: (x, emit) => {
       if (!x.w.up) return;
       for (const app of x.w.apps) stateSet(emit, [x.hypha, x.w.worker, x.w.rayCluster ?? '', app.app], APP_STATUSES, app.status);
     },
   }),
   fam({
-    name: 'hypha_serve_worker_app_service_registered', type: 'gauge',
-    help: 'The BioEngine worker\'s own belief whether the app\'s service is registered; absent when the worker does not say (no released BioEngine does).',
-    labels: WORKER_APP, stability: 'experimental', doc: "the worker's own belief (absent when it does not say: no released BioEngine reports it)", group: 'hypha', scope: 'worker', sample: (x, emit) => {
+    name: 'hypha_serve_worker_app_service_registered', type: 'gauge', labels: WORKER_APP, stability: 'experimental', scope: 'worker',
+    help: 'The BioEngine worker\'s own belief whether the app\'s service is registered; absent when the worker does not say '
+      + '(no released BioEngine does).',
+    doc: 'the worker\'s own belief (absent when it does not say: no released BioEngine reports it)',
+    sample: (x, emit) => {
       if (!x.w.up) return;
-      for (const app of x.w.apps) if (app.serviceRegistered !== undefined) emit([x.hypha, x.w.worker, x.w.rayCluster ?? '', app.app], app.serviceRegistered ? 1 : 0);
+      for (const app of x.w.apps) {
+        if (app.serviceRegistered !== undefined) emit([x.hypha, x.w.worker, x.w.rayCluster ?? '', app.app], app.serviceRegistered ? 1 : 0);
+      }
     },
   }),
 ];
+
+/** Receives one exposition sample: its metric name (a histogram's with its suffix), label names and values, and value. */
+export type SampleSink = (name: string, labelNames: readonly string[], labelValues: readonly (string | undefined)[], value: number) => void;
+
+/**
+ * Every sample of one family for one unit of its scope (renderer and docs alike). A histogram
+ * series becomes its cumulative `_bucket` lines (`le` after the family's labels, then +Inf =
+ * the count), `_sum` and `_count`, as the exposition formats define them.
+ */
+export function forEachSample(f: AnyFamily, arg: unknown, sink: SampleSink): void {
+  if (f.type !== 'histogram') {
+    (f.sample as (x: unknown, e: Emit) => void)(arg, (vals, v) => sink(f.name, f.labels, vals, v));
+    return;
+  }
+  const bucket = `${f.name}_bucket`;
+  const bucketLabels = [...f.labels, 'le'];
+  const bounds = f.buckets.map(String);
+  (f.sample as (x: unknown, e: EmitHistogram) => void)(arg, (vals, h) => {
+    let cumulative = 0;
+    bounds.forEach((le, i) => {
+      cumulative += h.counts[i] ?? 0;
+      sink(bucket, bucketLabels, [...vals, le], cumulative);
+    });
+    sink(bucket, bucketLabels, [...vals, '+Inf'], h.count);
+    sink(`${f.name}_sum`, f.labels, vals, h.sum);
+    sink(`${f.name}_count`, f.labels, vals, h.count);
+  });
+}
 
 /** A unit of a scope: `key` identifies it across snapshots; `data` is compared to decide whether its lines are still valid. */
 export interface Unit<S extends Scope> {
@@ -369,12 +680,19 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number): Gen
     case 'source':
       for (const h of sourceHealths(s)) if (isKnown(h)) yield { key: `${h.source}${SEP}${h.target}`, arg: { h, now }, data: h } as U;
       return;
+    // One unit per watched service: a sample of one service re-renders that service only (the store
+    // keeps the other services' objects, so their comparison is an identity check).
+    case 'service':
+      for (const w of s.services?.values() ?? []) yield { key: w.service, arg: w, data: w } as U;
+      return;
     case 'cluster':
       for (const c of s.ray.values()) if (isKnown(c.health)) yield { key: c.cluster, arg: c, data: c, skip: 'state' } as U;
       return;
     case 'app':
       for (const c of s.ray.values()) {
-        for (const app of c.state?.apps ?? []) yield { key: `${c.cluster}${SEP}${app.name}`, arg: { cluster: c.cluster, app }, data: app, skip: 'deployments' } as U;
+        for (const app of c.state?.apps ?? []) {
+          yield { key: `${c.cluster}${SEP}${app.name}`, arg: { cluster: c.cluster, app }, data: app, skip: 'deployments' } as U;
+        }
       }
       return;
     case 'deployment':
@@ -388,7 +706,9 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number): Gen
       return;
     case 'proxy':
       for (const c of s.ray.values()) {
-        for (const p of c.state?.proxies ?? []) yield { key: `${c.cluster}${SEP}${p.nodeId}${SEP}${p.nodeIp}`, arg: { cluster: c.cluster, p }, data: p } as U;
+        for (const p of c.state?.proxies ?? []) {
+          yield { key: `${c.cluster}${SEP}${p.nodeId}${SEP}${p.nodeIp}`, arg: { cluster: c.cluster, p }, data: p } as U;
+        }
       }
       return;
     case 'hypha':
@@ -413,23 +733,4 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number): Gen
   }
 }
 
-export const SCOPES: readonly Scope[] = ['process', 'source', 'cluster', 'app', 'deployment', 'proxy', 'hypha', 'registration', 'worker'];
-
-export function familiesOf(group: Group): AnyFamily[] {
-  return FAMILIES.filter((f) => f.group === group);
-}
-
-/** Samples of one family over a snapshot, as label objects (prom-client adapters, docs, tests). */
-export function collect(f: AnyFamily, s: Snapshot, now: number): { labels: Record<string, string>; value: number }[] {
-  const out: { labels: Record<string, string>; value: number }[] = [];
-  const emit: Emit = (vals, value) => {
-    const labels: Record<string, string> = {};
-    f.labels.forEach((l, i) => {
-      const v = vals[i];
-      if (v !== undefined) labels[l] = v;
-    });
-    out.push({ labels, value });
-  };
-  for (const u of units(s, f.scope, now)) (f.sample as (x: unknown, e: Emit) => void)(u.arg, emit);
-  return out;
-}
+export const SCOPES: readonly Scope[] = ['process', 'source', 'service', 'cluster', 'app', 'deployment', 'proxy', 'hypha', 'registration', 'worker'];

@@ -1,12 +1,10 @@
 import zlib from 'node:zlib';
 import { promisify } from 'node:util';
-import { Registry } from 'prom-client';
 import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot } from '../snapshot/types';
-import { AnyFamily, DYNAMIC_SCOPES, Emit, FAMILIES, Scope, SCOPES, units } from './families';
+import { AnyFamily, DYNAMIC_SCOPES, FAMILIES, forEachSample, Scope, SCOPES, units } from './families';
 import { sameData } from './equal';
 import { processMetrics } from './process';
-import { ServicesMetrics } from './services';
 import { ExpositionFormat, header, MetricType, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, sampleLine } from './text';
 
 const gzip = promisify(zlib.gzip);
@@ -49,15 +47,16 @@ interface Cached {
   gzip?: Promise<Buffer>;
 }
 
-interface LegacyFamily {
+/** A family as prom-client's getMetricsAsJSON() gives it. */
+interface RegistryFamily {
   name: string;
   help: string;
   type: MetricType;
   values: { metricName?: string; labels: Record<string, string | number>; value: number }[];
 }
 
-/** Families read from a prom-client registry, in the table's exposition text. */
-function registryText(families: readonly LegacyFamily[], format: ExpositionFormat): string[] {
+/** The standard collectors' families (process.ts), in the table's exposition text. */
+function registryText(families: readonly RegistryFamily[], format: ExpositionFormat): string[] {
   const parts: string[] = [];
   for (const m of families) {
     parts.push(header(m.name, m.type, m.help, format));
@@ -74,12 +73,11 @@ function renderUnit(families: readonly AnyFamily[], arg: unknown): { text: strin
   const offsets: number[] = [0];
   let at = 0;
   for (const f of families) {
-    const emit: Emit = (vals, v) => {
-      const line = sampleLine(f.name, f.labels, vals, v);
+    forEachSample(f, arg, (name, labels, vals, v) => {
+      const line = sampleLine(name, labels, vals, v);
       at += line.length;
       lines.push(line);
-    };
-    (f.sample as (x: unknown, e: Emit) => void)(arg, emit);
+    });
     offsets.push(at);
   }
   // One flat string per unit: join() of two or more parts copies them into a sequential string,
@@ -90,17 +88,17 @@ function renderUnit(families: readonly AnyFamily[], arg: unknown): { text: strin
 }
 
 /**
- * Renders /metrics from the latest snapshot; never touches an upstream.
+ * Renders /metrics from the latest snapshot; never touches an upstream. One pipeline: every family
+ * of the declared table (families.ts) is rendered by forEachSample() from the units of its scope.
  *
- * The families of the declared table are kept as pre-rendered lines per unit (app, deployment,
- * proxy, registration, worker): a new snapshot re-renders only the units whose data changed,
- * and the assembled body (plain and gzip) is cached until the snapshot moves. The exporter's
- * process and source-health series depend on the clock and are rendered on every scrape, in
- * front of the cached part. Sections still on prom-client (watched services) are rendered from
- * their registries once per snapshot version.
+ * The snapshot-derived families are kept as pre-rendered lines per unit (watched service, Ray
+ * cluster, app, deployment, proxy, Hypha server, registration, worker): a new snapshot re-renders
+ * only the units whose data changed, and the assembled body (plain and gzip) is cached until the
+ * snapshot moves. The exporter's process and source-health families depend on the clock and are
+ * rendered on every scrape, in front of the cached part, followed by the standard process_* and
+ * nodejs_* families of prom-client's default collectors (process.ts).
  */
 export class MetricsRenderer {
-  readonly #legacy: { section: ServicesMetrics; registry: Registry }[] = [];
   #filter: FamilyFilter = {};
   #caches = new Map<Scope, ScopeCache>();
   #dynamic: AnyFamily[] = [];
@@ -108,15 +106,11 @@ export class MetricsRenderer {
   #static: { f: AnyFamily; index: number }[] = [];
   #version = -1;
   #mark = 0;
-  #legacyFamilies: LegacyFamily[] = [];
   #bodies = new Map<ExpositionFormat, Cached>();
-  #updating: Promise<void> | undefined;
   /** Work counters (tests, benchmark): units rendered, snapshot versions applied, cached bodies built and compressed. */
   readonly stats = { unitsRendered: 0, updates: 0, bodiesAssembled: 0, bodiesCompressed: 0 };
 
   constructor(private readonly store: SnapshotStore, filter: FamilyFilter = {}) {
-    const registry = new Registry();
-    this.#legacy.push({ section: new ServicesMetrics(registry), registry });
     this.setFilter(filter);
   }
 
@@ -141,23 +135,13 @@ export class MetricsRenderer {
     this.#bodies.clear();
   }
 
-  /** Brings the caches up to date with the snapshot (nothing to do when it did not move). */
-  async sync(): Promise<void> {
-    while (this.store.get().version !== this.#version) {
-      // Concurrent scrapes share one update.
-      this.#updating ??= this.#update().finally(() => {
-        this.#updating = undefined;
-      });
-      await this.#updating;
-    }
-  }
-
-  async #update(): Promise<void> {
+  /** Brings the caches up to date with the snapshot (nothing to do when it did not move); synchronous, so scrapes never see half an update. */
+  #sync(): void {
     const s = this.store.get();
+    if (s.version === this.#version) return;
     const mark = ++this.#mark;
     const now = Date.now() / 1000;
-    const caches = this.#caches;
-    for (const [scope, cache] of caches) {
+    for (const [scope, cache] of this.#caches) {
       for (const u of units(s, scope, now)) {
         const e = cache.entries.get(u.key);
         if (e && sameData(e.data, u.data, u.skip)) {
@@ -179,16 +163,6 @@ export class MetricsRenderer {
       }
       for (const [k, e] of cache.entries) if (e.mark !== mark) cache.entries.delete(k);
     }
-    const legacy: LegacyFamily[] = [];
-    for (const { section, registry } of this.#legacy) {
-      section.rebuild(s);
-      for (const m of await registry.getMetricsAsJSON()) {
-        if (familyEnabled(m.name, this.#filter)) legacy.push(m as unknown as LegacyFamily);
-      }
-    }
-    // A filter set meanwhile replaced the caches: they stay unfilled and the next sync fills them.
-    if (caches !== this.#caches) return;
-    this.#legacyFamilies = legacy;
     this.#bodies.clear();
     this.#version = s.version;
     this.stats.updates++;
@@ -196,7 +170,7 @@ export class MetricsRenderer {
 
   /** The snapshot-derived part of the body, written straight into one buffer (no intermediate joined string). */
   #assemble(format: ExpositionFormat): Buffer {
-    const parts = registryText(this.#legacyFamilies, format);
+    const parts: string[] = [];
     for (const { f, index } of this.#static) {
       parts.push(header(f.name, f.type, f.help, format));
       for (const e of (this.#caches.get(f.scope) as ScopeCache).entries.values()) {
@@ -251,18 +225,16 @@ export class MetricsRenderer {
     const parts: string[] = [];
     for (const f of this.#dynamic) {
       parts.push(header(f.name, f.type, f.help, format));
-      for (const u of units(s, f.scope, now)) {
-        (f.sample as (x: unknown, e: Emit) => void)(u.arg, (vals, v) => parts.push(sampleLine(f.name, f.labels, vals, v)));
-      }
+      for (const u of units(s, f.scope, now)) forEachSample(f, u.arg, (name, labels, vals, v) => parts.push(sampleLine(name, labels, vals, v)));
     }
-    const standard = (await processMetrics().getMetricsAsJSON()) as unknown as LegacyFamily[];
+    const standard = (await processMetrics().getMetricsAsJSON()) as unknown as RegistryFamily[];
     parts.push(...registryText(standard.filter((m) => familyEnabled(m.name, this.#filter)), format));
     return parts.join('');
   }
 
   /** The /metrics answer in the negotiated format and encoding; the cached part is not copied. */
   async scrape(format: ExpositionFormat, encoding: 'gzip' | 'identity'): Promise<ScrapeBody> {
-    await this.sync();
+    this.#sync();
     const head = Buffer.from(await this.#head(this.store.get(), format), 'utf8');
     const contentType = format === 'openmetrics' ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE;
     if (encoding === 'identity') return { contentType, encoding, chunks: [head, this.#plain(format)] };

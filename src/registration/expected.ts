@@ -85,7 +85,10 @@ export function expectedService(
     const workspace = mapping.bioengine.workspace ?? connectionWorkspace;
     const worker = workerClientIdFor(app.name, workspace, mapping.bioengine.workerClientId, dir, lastWorkerClientId);
     const clientId = worker !== undefined ? bioengineProxyClientId(worker, app.name) : undefined;
-    return { cluster, app: app.name, mapping: 'bioengine', workspace, clientId, serviceId: app.name, label: `${workspace}/${clientId ?? '*'}:${app.name}`, workerClientId: worker };
+    return {
+      cluster, app: app.name, mapping: 'bioengine', workspace, clientId, serviceId: app.name, label: `${workspace}/${clientId ?? '*'}:${app.name}`,
+      workerClientId: worker,
+    };
   }
   const t = templateFor(app.name, mapping.templates);
   if (!t) return undefined;
@@ -93,5 +96,8 @@ export function expectedService(
   const id = parseServiceId(text);
   // The schema admits only templates of this shape; an app name that breaks it (a ":" in {app}) maps to nothing.
   if (!id) return undefined;
-  return { cluster, app: app.name, mapping: 'template', workspace: id.workspace, clientId: id.clientId === '*' ? undefined : id.clientId, serviceId: id.serviceId, label: text };
+  return {
+    cluster, app: app.name, mapping: 'template', workspace: id.workspace, clientId: id.clientId === '*' ? undefined : id.clientId,
+    serviceId: id.serviceId, label: text,
+  };
 }

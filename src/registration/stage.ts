@@ -2,6 +2,7 @@ import type { ClusterRegistration } from '../config/cluster-mappings';
 import type { Logger } from '../util/log';
 import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, AttributedWorker, RegistrationHistory, WorkerSample } from '../snapshot/registration';
+import type { SavedState } from '../snapshot/restored';
 import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot } from '../snapshot/types';
 import { CauseConfirmation } from './confirm';
@@ -55,6 +56,11 @@ export class RegistrationStage {
   /** Continues histories saved before an exporter restart (--storage.path). */
   restore(histories: ReadonlyMap<string, RegistrationHistory>): void {
     this.#tracker.restore(histories);
+  }
+
+  /** The history of every app of the last evaluation: what the state file keeps for restore() (--storage.path). */
+  histories(): SavedState['registration'] {
+    return this.#apps.map((a) => ({ cluster: a.cluster, app: a.app, history: a.history }));
   }
 
   /**

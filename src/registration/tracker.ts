@@ -83,7 +83,9 @@ export function judgeMissing(app: ServeApp, h: CauseHistory): MissingVerdict {
   const crashed = crashedDeployments(app);
   const appClass = appStatusClass(app.status);
   // A failure explains more than anything else, even while Serve still deploys the app.
-  if (appClass === 'failed' || app.deployments.some((d) => FAILED_STATUSES.includes(d.status))) return { state: 'missing_crashed', deployments: names(crashed) };
+  if (appClass === 'failed' || app.deployments.some((d) => FAILED_STATUSES.includes(d.status))) {
+    return { state: 'missing_crashed', deployments: names(crashed) };
+  }
   if (appClass === 'transient') return { state: 'not_running', deployments: [] };
   if (appClass !== 'ok') return { state: 'missing_other', deployments: [] };
   if (crashed.length > 0) return { state: 'missing_crashed', deployments: names(crashed) };

@@ -1,6 +1,6 @@
 // Health of one upstream source: the part of the snapshot every source writes.
 
-/** Why a sample failed. Closed set: it is a label value. */
+/** Why a sample failed. Closed set: it is a label value. Sources derive it from their SourceError's kind (src/sources/sample-reason.ts). */
 export type SampleErrorReason =
   | 'timeout'
   | 'connect'
@@ -28,7 +28,8 @@ export const REASON_HINTS: Partial<Record<SampleErrorReason, string>> = {
   auth_secret_changed:
     'Hypha likely restarted with a new JWT secret (neither HYPHA_JWT_SECRET nor JWT_SECRET set, so it picked a random one): '
     + 'every token it issued before is invalid, including the proxy_service_token of every BioEngine app proxy. '
-    + 'Give the exporter a new token (its token file is re-read), restart the BioEngine worker with a new token and redeploy its apps through the worker (deploy_app with the same application_id), '
+    + 'Give the exporter a new token (its token file is re-read), restart the BioEngine worker with a new token '
+    + 'and redeploy its apps through the worker (deploy_app with the same application_id), '
     + 'and set HYPHA_JWT_SECRET on the Hypha server so that the next restart keeps tokens valid.',
 };
 

@@ -19,18 +19,6 @@ export interface ServiceInfo {
   visibility?: string;
 }
 
-/** What a Hypha connection saw of the server's id across its rebuilds (src/sources/hypha/server-id.ts). */
-export interface ServerIdFacts {
-  /** The id the current (or last) connection reported. */
-  current?: string;
-  /** The id before the last comeback, when it differed. */
-  previous?: string;
-  /** The last comeback was under another id (true) or the same one (false); undefined until one was seen. */
-  changed?: boolean;
-  /** Ids earlier connections reported that the server has since replaced (newest last, bounded). */
-  replaced: string[];
-}
-
 export interface HyphaServerSample {
   /** Configured Hypha server name (the `hypha` / `target` label). */
   target: string;
@@ -48,9 +36,6 @@ export interface HyphaServerSample {
   serverIdChanged?: boolean;
   /** The server id of the connection before the current one, when known. */
   previousServerId?: string;
-  /** What the source saw of the server's ids, continued by a source a reload restarts. */
-  serverIds?: ServerIdFacts;
-  hyphaVersion?: string;
   /**
    * When the current connection's first full listing completed (Unix seconds); 0 while not
    * connected or not yet listed: the registry below is then not a reading of this connection.

@@ -3,9 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../util/log';
 import { REGISTRATION_STATES } from './registration';
-import { serverIdKey, type Restored } from './restored';
-import type { SnapshotStore } from './store';
-import type { Snapshot } from './types';
+import type { Restored, SavedState } from './restored';
 
 // The little state that must survive an exporter restart, or a restart would end a page the
 // exporter cannot re-derive: the stale canary of a watched service (the incident-2 witness: a
@@ -64,20 +62,20 @@ export function registrationKey(cluster: string, app: string): string {
   return `${cluster}\u0000${app}`;
 }
 
-/** The persisted part of a snapshot: witnesses only while stale, histories of every evaluated app. */
-export function persistedStateOf(s: Snapshot, nowSeconds: number): PersistedState {
+/** What the file keeps of the exporter's state: witnesses only while stale, histories of every judged app. */
+export function persistedStateOf(saved: SavedState, nowSeconds: number): PersistedState {
   const witnesses: PersistedState['witnesses'] = {};
-  for (const [service, w] of s.services ?? []) {
-    if (w.canary?.staleSinceSeconds !== undefined) witnesses[service] = { ...w.canary };
+  for (const [service, canary] of saved.witnesses) {
+    if (canary.staleSinceSeconds !== undefined) witnesses[service] = { ...canary };
   }
   // lastEvaluatedSeconds moves on every evaluation and only matters within one process (a reconnect):
   // left out, the file changes only when a history does, not after every sample.
-  const registration = (s.registration?.apps ?? []).map((a) => ({
+  const registration = saved.registration.map((a) => ({
     cluster: a.cluster, app: a.app, history: { ...a.history, lastEvaluatedSeconds: undefined },
   }));
+  // A connection that never reported an id has nothing to continue.
   const serverIds: NonNullable<PersistedState['serverIds']> = {};
-  for (const [name, h] of s.hypha ?? []) if (h.serverIds?.current !== undefined) serverIds[serverIdKey('hypha', name)] = h.serverIds;
-  for (const [service, w] of s.services ?? []) if (w.serverIds?.current !== undefined) serverIds[serverIdKey('service', service)] = w.serverIds;
+  for (const [key, facts] of saved.serverIds) if (facts.current !== undefined) serverIds[key] = facts;
   return { version: 1, savedSeconds: nowSeconds, witnesses, registration, serverIds };
 }
 
@@ -95,7 +93,8 @@ export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.n
   try {
     parsed = stateSchema.parse(JSON.parse(text));
   } catch (e) {
-    log.warn({ file, error: e instanceof z.ZodError ? e.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 3).join('; ') : (e as Error).message }, 'ignoring a malformed state file; starting without history');
+    const error = e instanceof z.ZodError ? e.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 3).join('; ') : (e as Error).message;
+    log.warn({ file, error }, 'ignoring a malformed state file; starting without history');
     return undefined;
   }
   const age = nowSeconds - parsed.savedSeconds;
@@ -103,7 +102,8 @@ export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.n
     log.info({ file, age_seconds: Math.round(age) }, 'state file too old to continue from; starting without history');
     return undefined;
   }
-  log.info({ file, age_seconds: Math.round(age), witnesses: Object.keys(parsed.witnesses).length, apps: parsed.registration.length }, 'continuing from the state saved before the restart');
+  log.info({ file, age_seconds: Math.round(age), witnesses: Object.keys(parsed.witnesses).length, apps: parsed.registration.length },
+    'continuing from the state saved before the restart');
   return {
     savedSeconds: parsed.savedSeconds,
     witnesses: new Map(Object.entries(parsed.witnesses)),
@@ -113,9 +113,10 @@ export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.n
 }
 
 /**
- * Writes the persisted part of the snapshot when it changes (debounced; atomically via rename) and
- * once more on stop. A directory that cannot be written is reported once and otherwise ignored:
- * losing history must not stop the exporter.
+ * Writes the exporter's state (gathered by `collect` from the sources' hand-overs and the registration
+ * stage) when it may have changed: after a snapshot change (debounced; atomically via rename) and once
+ * more on stop. A directory that cannot be written is reported once and otherwise ignored: losing
+ * history must not stop the exporter.
  */
 export class PersistedStateWriter {
   #timer: NodeJS.Timeout | undefined;
@@ -126,12 +127,13 @@ export class PersistedStateWriter {
 
   constructor(
     private readonly dir: string,
-    private readonly store: SnapshotStore,
+    private readonly collect: () => SavedState,
     private readonly log: Logger,
   ) {}
 
-  start(): void {
-    this.#unsubscribe = this.store.onChange(() => {
+  /** `changes`: every source publishes what changed its state, so a snapshot change is when to look again. */
+  start(changes: { onChange(listener: () => void): () => void }): void {
+    this.#unsubscribe = changes.onChange(() => {
       if (this.#timer) return;
       this.#timer = setTimeout(() => {
         this.#timer = undefined;
@@ -149,7 +151,7 @@ export class PersistedStateWriter {
   }
 
   flush(): void {
-    const state = persistedStateOf(this.store.get(), Date.now() / 1000);
+    const state = persistedStateOf(this.collect(), Date.now() / 1000);
     // savedSeconds moves every time; compare the content without it, but refresh the file now and
     // then so that an unchanged state does not look too old to continue from.
     const content = JSON.stringify({ ...state, savedSeconds: 0 });
@@ -165,7 +167,9 @@ export class PersistedStateWriter {
       if (this.#failing) this.log.info({ file }, 'state file written again');
       this.#failing = false;
     } catch (e) {
-      if (!this.#failing) this.log.warn({ file, error: (e as Error).message }, 'cannot write the state file; a restart will lose witnesses and registration history');
+      if (!this.#failing) {
+        this.log.warn({ file, error: (e as Error).message }, 'cannot write the state file; a restart will lose witnesses and registration history');
+      }
       this.#failing = true;
     }
   }

@@ -1,8 +1,21 @@
-import type { ServerIdFacts } from './hypha';
 import type { RegistrationHistory } from './registration';
 import type { CanaryRecord } from './services';
 
-// The part of the snapshot a restart continues from (--storage.path; see persisted.ts).
+// What an exporter restart continues from (--storage.path; see persisted.ts). Never part of the
+// snapshot: the exporter gathers it from the sources' hand-overs and the registration stage, and
+// passes what it loaded back to them explicitly when it starts.
+
+/** What a Hypha connection saw of the server's id across its rebuilds (src/sources/hypha/server-id.ts). */
+export interface ServerIdFacts {
+  /** The id the current (or last) connection reported. */
+  current?: string;
+  /** The id before the last comeback, when it differed. */
+  previous?: string;
+  /** The last comeback was under another id (true) or the same one (false); undefined until one was seen. */
+  changed?: boolean;
+  /** Ids earlier connections reported that the server has since replaced (newest last, bounded). */
+  replaced: string[];
+}
 
 /** What a restart continues from (absent parts: nothing to continue). */
 export interface Restored {
@@ -13,6 +26,16 @@ export interface Restored {
   registration: ReadonlyMap<string, RegistrationHistory>;
   /** What each connection saw of its Hypha server's id, by serverIdKey(). */
   serverIds: ReadonlyMap<string, ServerIdFacts>;
+}
+
+/** The running exporter's state to save, filled by each source from its hand-over and by the registration stage. */
+export interface SavedState {
+  /** Each watched service's canary, by service id (the file keeps the stale ones: the witnesses). */
+  witnesses: Map<string, CanaryRecord>;
+  /** What each connection saw of its Hypha server's id, by serverIdKey(). */
+  serverIds: Map<string, ServerIdFacts>;
+  /** The history of every app the registration stage judged. */
+  registration: ReadonlyArray<{ cluster: string; app: string; history: RegistrationHistory }>;
 }
 
 /**

@@ -1,5 +1,4 @@
 import type { SourceHealth } from './health';
-import type { ServerIdFacts } from './hypha';
 
 // Snapshot part of the watched-services source (docs/watched-services.md): per configured
 // service, who provides it now, which client id a fresh resolution gives,
@@ -74,7 +73,7 @@ export interface HolderProbeResult {
   atSeconds: number;
 }
 
-/** The exporter's own long-lived proxy, as a restarted source continues it. */
+/** The exporter's own long-lived proxy (what a restarted source continues, and the state file keeps while stale). */
 export interface CanaryRecord {
   fullId: string;
   clientId: string;
@@ -126,9 +125,9 @@ export interface WatchedServiceSample {
   /** Last probe per via (absent: not probed yet, or no canary to probe through). */
   lastProbes: Partial<Record<ProbeVia, ProbeResult>>;
   // The fields below are optional so that samples built by hand (tests, older code) stay valid.
-  /** The canary, kept while the source is down too, so a reload continues the witness. */
+  /** The exporter's canary, also while the source is down (`cached` is empty then). */
   canary?: CanaryRecord;
-  /** The last provider set that could be listed (kept while down), for change detection across a reload. */
+  /** The last provider set that could be listed (kept while down). */
   knownProviders?: string[];
   /** Configured holders: 0 means the exporter sees no real client and its canary is the only witness. */
   holdersConfigured?: number;
@@ -136,10 +135,8 @@ export interface WatchedServiceSample {
   witnessMaxSeconds?: number;
   /** Cumulative witness endings by reason. */
   witnessReleasesTotal?: Partial<Record<WitnessReleaseReason, number>>;
-  /** Last probe per holder that has one (kept while down for the carry-over, exported only while up). */
+  /** Last probe per holder that has one (exported only while up). */
   holderProbes?: HolderProbeResult[];
-  /** What this source's connection saw of the Hypha server's ids (continued by a reload). */
-  serverIds?: ServerIdFacts;
 }
 
 export function emptyHistogram(): DurationHistogram {

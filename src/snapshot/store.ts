@@ -1,6 +1,5 @@
 import type { HyphaServerSample } from './hypha';
 import type { RegistrationSample } from './registration';
-import type { Restored } from './restored';
 import type { WatchedServiceSample } from './services';
 import type { RayClusterSample, Snapshot } from './types';
 
@@ -9,8 +8,9 @@ type Listener = (s: Snapshot) => void;
 /**
  * Holds the latest snapshot. Each writer replaces its own part through that part's setter;
  * readers get an immutable view and a version number that moves on every change. The store
- * carries data only: a stage that needs another source to act (a fresh Serve sample) asks it
- * through an interface of its own, never through here.
+ * carries data only, and only what is rendered or judged: a stage that needs another source to act
+ * (a fresh Serve sample) asks it through an interface of its own, and a source restarted by a reload
+ * gets its predecessor's state handed over (Source.handoff), never through here.
  */
 export class SnapshotStore {
   #snapshot: Snapshot = { version: 0, ray: new Map() };
@@ -47,26 +47,17 @@ export class SnapshotStore {
     this.#replace(dropEmpty({ ...this.#snapshot, services: withEntry(this.#snapshot.services, id, undefined) }, 'services'));
   }
 
-  /** undefined: no registration is configured (the stage has nothing to judge). */
+  /** undefined: no registration is configured (the stage has nothing to judge); the part is then removed, not kept as undefined. */
   setRegistration(r: RegistrationSample | undefined): void {
-    this.#setOptional('registration', r);
+    const next: Snapshot = { ...this.#snapshot, registration: r };
+    if (r === undefined) delete next.registration;
+    this.#replace(next);
   }
 
   /** Records a configuration (re)load; a failed one keeps the time of the last success. */
   recordReload(ok: boolean, atSeconds: number): void {
     const last = ok ? atSeconds : this.#snapshot.reload?.lastSuccessSeconds;
     this.#replace({ ...this.#snapshot, reload: last === undefined ? { ok } : { ok, lastSuccessSeconds: last } });
-  }
-
-  setRestored(r: Restored | undefined): void {
-    this.#setOptional('restored', r);
-  }
-
-  /** An optional part: removed rather than kept as undefined, so a snapshot only has the parts that exist. */
-  #setOptional<K extends 'registration' | 'restored'>(part: K, value: Snapshot[K]): void {
-    const next: Snapshot = { ...this.#snapshot, [part]: value };
-    if (value === undefined) delete next[part];
-    this.#replace(next);
   }
 
   onChange(l: Listener): () => void {

@@ -2,7 +2,6 @@ import type { SourceHealth } from './health';
 import type { HyphaServerSample } from './hypha';
 import type { RayClusterSample } from './ray';
 import type { AppRegistration, RegistrationSample } from './registration';
-import type { Restored } from './restored';
 import type { WatchedServiceSample } from './services';
 
 // The typed snapshot: everything sources learned in their latest sample, one leaf file per part
@@ -24,8 +23,6 @@ export interface Snapshot {
   hypha?: ReadonlyMap<string, HyphaServerSample>;
   /** Per-app registration, written by the registration stage. */
   registration?: RegistrationSample;
-  /** State saved before a restart (--storage.path), for sources to continue from; never rendered. */
-  restored?: Restored;
   /** The last configuration (re)load; absent before the first one. */
   reload?: ReloadStatus;
 }

@@ -1,5 +1,4 @@
-import { ReasonedError } from '../util/errors';
-import type { SampleErrorReason } from '../snapshot/types';
+import { SourceError } from '../util/errors';
 
 export interface HttpResult {
   status: number;
@@ -22,14 +21,14 @@ export async function httpGet(
     try {
       res = await fetch(url, { headers: opts.headers, signal: ac.signal, redirect: 'manual' });
     } catch (e) {
-      if (ac.signal.aborted) throw new ReasonedError<SampleErrorReason>('timeout', `no answer within ${opts.timeoutMs} ms`);
+      if (ac.signal.aborted) throw new SourceError('timeout', `no answer within ${opts.timeoutMs} ms`);
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      throw new ReasonedError<SampleErrorReason>('connect', `connection failed: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+      throw new SourceError('connect', `connection failed: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
     }
     const declared = Number(res.headers.get('content-length') ?? NaN);
     if (Number.isFinite(declared) && declared > opts.maxBytes) {
       ac.abort();
-      throw new ReasonedError<SampleErrorReason>('too_large', `response of ${declared} bytes exceeds the limit of ${opts.maxBytes}`);
+      throw new SourceError('too_large', `response of ${declared} bytes exceeds the limit of ${opts.maxBytes}`);
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -39,15 +38,15 @@ export async function httpGet(
           size += chunk.byteLength;
           if (size > opts.maxBytes) {
             ac.abort();
-            throw new ReasonedError<SampleErrorReason>('too_large', `response exceeds the limit of ${opts.maxBytes} bytes`);
+            throw new SourceError('too_large', `response exceeds the limit of ${opts.maxBytes} bytes`);
           }
           chunks.push(Buffer.from(chunk));
         }
       }
     } catch (e) {
-      if (e instanceof ReasonedError) throw e;
-      if (ac.signal.aborted) throw new ReasonedError<SampleErrorReason>('timeout', `body not complete within ${opts.timeoutMs} ms`);
-      throw new ReasonedError<SampleErrorReason>('connect', `connection broke while reading: ${(e as Error).message}`);
+      if (e instanceof SourceError) throw e;
+      if (ac.signal.aborted) throw new SourceError('timeout', `body not complete within ${opts.timeoutMs} ms`);
+      throw new SourceError('connect', `connection broke while reading: ${(e as Error).message}`);
     }
     return { status: res.status, body: Buffer.concat(chunks).toString('utf8') };
   } finally {

@@ -63,8 +63,8 @@ export class Poller {
   }
 }
 
-/** A background sampler of one upstream. */
-export interface Source {
+/** A background sampler of one upstream; H is the state it hands its successor (see handoff). */
+export interface Source<H = unknown> {
   readonly kind: string;
   readonly target: string;
   start(): void;
@@ -76,4 +76,9 @@ export interface Source {
   sampleNow(): Promise<void>;
   /** A cycle that starts from now on (Poller.runFresh), for a stage that must read two upstreams of the same moment. */
   sampleFresh?(): Promise<void>;
+  /**
+   * What a successor continues from when a reload restarts this source (DesiredSource.create): its
+   * counters, health and facts, as of what it last published, so a reload is neither an outage nor a reset.
+   */
+  handoff(): H;
 }

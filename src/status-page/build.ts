@@ -193,7 +193,9 @@ function clusterProblems(c: ClusterV1): ProblemV1[] {
     }
   }
   if (c.apps_dropped_total > 0) {
-    out.push({ severity: 'warning', kind: 'cluster', subject: c.cluster, text: `${c.apps_dropped_total} app(s) dropped by the max_apps cap`, cluster: c.cluster });
+    out.push({
+      severity: 'warning', kind: 'cluster', subject: c.cluster, text: `${c.apps_dropped_total} app(s) dropped by the max_apps cap`, cluster: c.cluster,
+    });
   }
   return out;
 }

@@ -47,7 +47,8 @@ export function statusPageHtml(version: string): string {
 <section id="services" aria-labelledby="h-services"><h2 id="h-services">Watched services</h2><div class="body"></div></section>
 <section id="transitions" aria-labelledby="h-transitions"><h2 id="h-transitions">Recent transitions</h2><div class="body"></div></section>
 </main>
-<noscript><p>This page is drawn by the exporter's own script (static/status.js). The same data: <a href="api/v1/status">api/v1/status</a> (JSON) and <a href="metrics">metrics</a>.</p></noscript>
+<noscript><p>This page is drawn by the exporter's own script (static/status.js). \
+The same data: <a href="api/v1/status">api/v1/status</a> (JSON) and <a href="metrics">metrics</a>.</p></noscript>
 <footer>
 <a href="metrics">metrics</a> · <a href="api/v1/status">api/v1/status</a> · <a href="-/healthy">-/healthy</a> · <a href="-/ready">-/ready</a>
 </footer>

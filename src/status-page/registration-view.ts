@@ -61,7 +61,8 @@ const CAUSES: Record<string, string> = {
   missing_scaled_to_zero: 'not in Hypha while every deployment is idle at zero replicas: deregistered for being scaled to zero',
   missing_never_registered: 'never registered since it was first seen, although Serve runs it',
   missing_crashed: 'not in Hypha and a deployment is crashed (UNHEALTHY, DEPLOY_FAILED, or no replica while not serviceable)',
-  missing_after_reconnect: 'registered before the exporter lost Hypha, and not back since it reconnected (past reconnect_settle): the provider did not re-register',
+  missing_after_reconnect: 'registered before the exporter lost Hypha, and not back since it reconnected (past reconnect_settle): '
+    + 'the provider did not re-register',
   missing_history_unknown: 'not in Hypha since the exporter started; whether it was ever registered (deregistered or never registered) is unknown',
   missing_other: 'not in Hypha, and Serve shows no reason for it',
   not_running: 'not registered while Serve has not brought the app up (NOT_STARTED, DEPLOYING, DELETING): none is due yet',
@@ -88,7 +89,9 @@ export function registrationView(s: Snapshot): RegistrationView {
   const byApp = new Map(input.apps.map((a) => [`${a.cluster}\u0000${a.app}`, a]));
   const problems: ProblemV1[] = input.workers
     .filter((w) => !w.up)
-    .map((w) => ({ severity: 'warning' as Severity, kind: 'worker' as const, subject: w.worker, text: `worker not answering${w.error ? `: ${w.error}` : ''}` }));
+    .map((w) => ({
+      severity: 'warning' as Severity, kind: 'worker' as const, subject: w.worker, text: `worker not answering${w.error ? `: ${w.error}` : ''}`,
+    }));
   return {
     enabled: true,
     workers: input.workers.map((w) => ({ worker: w.worker, up: w.up })),
@@ -111,7 +114,8 @@ export function registrationView(s: Snapshot): RegistrationView {
       if (vanishing.length > 0) {
         // The warning HyphaServeAppWillDeregisterAtZero, on the page: before the incident, not during it.
         severity = worst(severity, 'warning');
-        out.push(`will be deregistered when ${vanishing.join(', ')} idle${vanishing.length === 1 ? 's' : ''} to zero replicas (min_replicas 0; BioEngine's proxy deregisters at zero): set min_replicas >= 1`);
+        out.push(`will be deregistered when ${vanishing.join(', ')} idle${vanishing.length === 1 ? 's' : ''} to zero replicas `
+          + "(min_replicas 0; BioEngine's proxy deregisters at zero): set min_replicas >= 1");
       }
       let workerView: WorkerViewV1 | undefined;
       if (r.worker) {

@@ -42,7 +42,8 @@ ul.problems li { margin: 0 0 .25rem; }
 ul.problems { margin: 0; padding-left: 0; list-style: none; }
 .why { color: var(--muted); font-size: .85rem; }
 details summary { cursor: pointer; color: var(--muted); }
-details pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20rem; overflow: auto; background: var(--head); padding: .4rem; margin: .3rem 0 0; font-size: .8rem; }
+details pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20rem; overflow: auto; \
+background: var(--head); padding: .4rem; margin: .3rem 0 0; font-size: .8rem; }
 .empty { color: var(--muted); font-style: italic; }
 .count { color: var(--muted); font-weight: normal; font-size: .85rem; }
 [hidden] { display: none !important; }

@@ -105,7 +105,10 @@ export class TransitionRecorder {
     for (const key of [...this.#seen.sources.keys()]) {
       if (present.has(key)) continue;
       const [source, ...rest] = key.split('/');
-      out.push({ kind: 'source', severity: 'unknown', subject: key, from: this.#seen.sources.get(key) ? 'up' : 'down', to: null, detail: 'removed from the configuration', source, target: rest.join('/') });
+      out.push({
+        kind: 'source', severity: 'unknown', subject: key, from: this.#seen.sources.get(key) ? 'up' : 'down', to: null,
+        detail: 'removed from the configuration', source, target: rest.join('/'),
+      });
       this.#seen.sources.delete(key);
     }
   }
@@ -132,7 +135,9 @@ export class TransitionRecorder {
           out.push({ kind: 'app_status', severity: appStatusSeverity(app.status), from: prev.status, to: app.status, ...base });
         }
         for (const d of zero) {
-          if (!prev.zero.has(d)) out.push({ kind: 'scaled_to_zero', severity: 'ok', from: 'running', to: 'scaled to zero', ...base, subject: `${subject}/${d}`, deployment: d });
+          if (!prev.zero.has(d)) {
+            out.push({ kind: 'scaled_to_zero', severity: 'ok', from: 'running', to: 'scaled to zero', ...base, subject: `${subject}/${d}`, deployment: d });
+          }
         }
         for (const d of prev.zero) {
           if (!zero.has(d) && app.deployments.some((x) => x.name === d)) {
@@ -141,7 +146,9 @@ export class TransitionRecorder {
         }
       }
       for (const [name, prev] of before ?? []) {
-        if (!now.has(name)) out.push({ kind: 'app_removed', severity: 'ok' as Severity, subject: `${cluster}/${name}`, cluster, app: name, from: prev.status, to: null });
+        if (!now.has(name)) {
+          out.push({ kind: 'app_removed', severity: 'ok' as Severity, subject: `${cluster}/${name}`, cluster, app: name, from: prev.status, to: null });
+        }
       }
       this.#seen.apps.set(cluster, now);
     }
@@ -192,10 +199,14 @@ export class TransitionRecorder {
             out.push({
               kind: 'client_id', severity: c.stale ? 'critical' : 'ok', subject,
               from: prev.stale ? 'stale' : 'current', to: c.stale ? 'stale' : 'current',
-              detail: `client id ${c.clientId ?? next.id ?? '?'} ${c.stale ? 'is no longer among the live providers' : 'is live again'}`, ...base, holder: c.holder,
+              detail: `client id ${c.clientId ?? next.id ?? '?'} ${c.stale ? 'is no longer among the live providers' : 'is live again'}`,
+              ...base, holder: c.holder,
             });
           } else if (prev.stale === undefined && c.stale && !first) {
-            out.push({ kind: 'client_id', severity: 'critical', subject, from: null, to: 'stale', detail: `client id ${c.clientId ?? '?'} is not among the live providers`, ...base, holder: c.holder });
+            out.push({
+              kind: 'client_id', severity: 'critical', subject, from: null, to: 'stale',
+              detail: `client id ${c.clientId ?? '?'} is not among the live providers`, ...base, holder: c.holder,
+            });
           }
           next.stale = c.stale;
         }
@@ -226,7 +237,10 @@ export class TransitionRecorder {
         }
       }
       if (r.clientId !== undefined && prev?.clientId !== undefined && prev.clientId !== r.clientId) {
-        out.push({ kind: 'client_id', severity: r.clientIdMismatch ? 'warning' : 'ok', subject: `${r.cluster}/${r.app} registration`, from: prev.clientId, to: r.clientId, ...base });
+        out.push({
+          kind: 'client_id', severity: r.clientIdMismatch ? 'warning' : 'ok', subject: `${r.cluster}/${r.app} registration`,
+          from: prev.clientId, to: r.clientId, ...base,
+        });
       }
       this.#seen.registrations.set(key, {
         state: r.state === 'unknown' ? prev?.state : r.state,

@@ -1,6 +1,6 @@
 /**
- * High availability and sharding on loopback, built from the shipped examples/ha/ files:
- * exporter replicas (or shards), Prometheus servers whose configuration is an examples/ha/
+ * High availability and sharding on loopback, built from the shipped examples/ha/ files (the exporter
+ * replicas or shards themselves are started by exporter-process.ts): Prometheus servers whose configuration is an examples/ha/
  * Prometheus file with only addresses, intervals and rule paths replaced, and Alertmanagers
  * clustered over their gossip ports with the cluster flags of examples/ha/alertmanager.default.
  * Every process is ended by PID.
@@ -10,51 +10,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { AlertmanagerOptions, alertmanagerConfig } from './alertmanager';
-import { freePort, freePorts } from './ports';
+import { freePorts } from './ports';
 import { PrometheusServer, startPrometheus } from './prometheus';
 import { Proc, repoRoot, startProc, waitFor } from './proc';
 
 export const HA_EXAMPLES = path.join(repoRoot(), 'examples', 'ha');
-
-// ---------------------------------------------------------------- exporter replicas / shards
-
-export interface ExporterProc {
-  name: string;
-  url: string;
-  /** host:port, the `instance` label Prometheus gives it. */
-  instance: string;
-  proc: Proc;
-  stop(): Promise<void>;
-  /** SIGKILL: a crash, not a clean shutdown. */
-  kill(): Promise<void>;
-}
-
-export async function startExporter(name: string, configText: string, env: NodeJS.ProcessEnv): Promise<ExporterProc> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
-  const cfg = path.join(dir, 'exporter.yml');
-  fs.writeFileSync(cfg, configText);
-  const port = await freePort();
-  const proc = startProc(name, process.execPath, [
-    path.join(repoRoot(), 'dist', 'src', 'main.js'), `--config.file=${cfg}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=info',
-  ], { env: { ...process.env, ...env } });
-  const url = `http://127.0.0.1:${port}`;
-  const cleanup = () => fs.rmSync(dir, { recursive: true, force: true });
-  try {
-    await waitFor(`${name} ready`, async () => {
-      if (proc.child.exitCode !== null) throw new Error(`${name} exited (${proc.child.exitCode}): ${proc.output().slice(-2000)}`);
-      return (await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2000) })).ok;
-    }, 90_000, 250);
-  } catch (e) {
-    await proc.stop();
-    cleanup();
-    throw e;
-  }
-  return {
-    name, url, instance: `127.0.0.1:${port}`, proc,
-    async stop() { await proc.stop(); cleanup(); },
-    async kill() { await proc.stop('SIGKILL'); },
-  };
-}
 
 // ---------------------------------------------------------------- clustered Alertmanagers
 

@@ -1,22 +1,19 @@
 /**
  * The whole chain on loopback, started once and shared: a real Hypha server (with
  * its artifact manager on moto S3), a real Ray Serve cluster, the exporter CLI,
- * Prometheus with the shipped rules (or their test override), Alertmanager with
- * the example routing, and a webhook receiver standing in for pager and chat.
+ * and the alert path (alert-path.ts): Prometheus with the shipped rules (or their
+ * test override), Alertmanager with the example routing, and a webhook receiver.
  * Used by the end-to-end replays and by the demo. Every process ends by PID.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Alertmanager, startAlertmanager } from './alertmanager';
+import { AlertChain, startAlertChain } from './alert-path';
+import type { Alertmanager } from './alertmanager';
+import { spawnExporter } from './exporter-process';
 import { HyphaHandle, startHypha } from './hypha';
-import { freePort } from './ports';
-import { PrometheusServer, startPrometheus } from './prometheus';
-import { artifactsDir, Proc, repoRoot, startProc, waitFor, startTogether } from './proc';
+import type { PrometheusServer } from './prometheus';
+import { artifactsDir, Proc, repoRoot, startTogether } from './proc';
 import { RayCluster, startRay } from './ray';
-import { overriddenRuleFiles } from './rules-override';
-import { startWebhookReceiver } from './webhook-receiver';
-
-export const EXPORTER_JOB = 'hypha-serve-exporter';
 
 export interface StackOptions {
   /** Divide every alert's `for:` by this (1 = shipped rules). */
@@ -50,7 +47,7 @@ export interface Stack {
   hyphaTokenFile: string;
   prometheus: PrometheusServer;
   alertmanager: Alertmanager;
-  receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+  receiver: AlertChain['receiver'];
   pagesLog: string;
   stop(): Promise<void>;
 }
@@ -89,6 +86,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   const stopAll = async () => {
     for (const s of started.reverse()) await s.stop().catch(() => undefined);
   };
+  const dir = path.join(repoRoot(), '.tmp', `stack-${process.pid}-${Date.now()}`);
   try {
     const t0 = Date.now();
     const since = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s`;
@@ -96,46 +94,35 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     const [hypha, ray] = await startTogether([startHypha({ enableS3: true, serverId: o.hyphaServerId }), startRay()]);
     started.push(hypha, ray);
     log(`[stack ${since()}] Hypha ${hypha.url}, Ray dashboard ${ray.dashboardUrl}`);
-    const pagesLog = path.join(artifactsDir(), `pages-${Date.now()}.log`);
-    const receiver = await startWebhookReceiver(pagesLog);
-    started.push({ stop: () => receiver.close() });
-    const alertmanager = await startAlertmanager({ webhookBase: receiver.url, groupWait: o.groupWait, groupInterval: o.groupInterval, repeatInterval: o.groupWait ? '1h' : undefined });
-    started.push(alertmanager);
-    log(`[stack ${since()}] Alertmanager ${alertmanager.url} → webhook receiver ${receiver.url} (pages logged to ${pagesLog})`);
 
-    const dir = path.join(repoRoot(), '.tmp', `stack-${process.pid}-${Date.now()}`);
     fs.mkdirSync(dir, { recursive: true });
     const hyphaTokenFile = path.join(dir, 'hypha-token');
     fs.writeFileSync(hyphaTokenFile, hypha.rootToken, { mode: 0o600 });
     const exporterConfigFile = path.join(dir, 'exporter.yml');
     const exporterStoragePath = path.join(dir, 'data');
     fs.writeFileSync(exporterConfigFile, exporterConfig(o, hypha, ray));
-    const port = await freePort();
-    const exporter = startProc('stack-exporter', process.execPath, [
-      path.join(repoRoot(), 'dist', 'src', 'main.js'), `--config.file=${exporterConfigFile}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=debug',
-      `--storage.path=${exporterStoragePath}`,
-    ], { env: { ...process.env, HYPHA_TOKEN: hypha.rootToken } });
-    started.push(exporter);
-    const exporterUrl = `http://127.0.0.1:${port}`;
-    await waitFor('exporter ready', async () => (await fetch(`${exporterUrl}/-/ready`)).ok, 60_000);
-    log(`[stack ${since()}] exporter ${exporterUrl}`);
-
-    const rules = o.forDivisor === 1
-      ? { files: ['alerts.yml', 'recording.yml'].map((f) => path.join(repoRoot(), 'rules', f)), dir: '' }
-      : overriddenRuleFiles({ forDivisor: o.forDivisor, minFor: '5s' });
-    const prometheus = await startPrometheus({
-      scrapeTargets: [{ job: EXPORTER_JOB, targets: [`127.0.0.1:${port}`], honorLabels: true }],
-      ruleFiles: rules.files,
-      scrapeInterval: o.scrapeInterval,
-      evaluationInterval: o.evaluationInterval,
-      alertmanagerUrl: alertmanager.url,
+    const exporter = await spawnExporter({
+      name: 'stack-exporter', config: { file: exporterConfigFile }, storagePath: exporterStoragePath, env: { HYPHA_TOKEN: hypha.rootToken },
     });
-    started.push(prometheus);
-    await prometheus.waitForTargetsUp(60_000, EXPORTER_JOB);
-    log(`[stack ${since()}] Prometheus ${prometheus.url} scraping the exporter, rules loaded`);
-    return { hypha, ray, exporter, exporterUrl, exporterConfigFile, exporterStoragePath, hyphaTokenFile, prometheus, alertmanager, receiver, pagesLog, stop: async () => { await stopAll(); fs.rmSync(dir, { recursive: true, force: true }); if (rules.dir) fs.rmSync(rules.dir, { recursive: true, force: true }); } };
+    started.push(exporter);
+    log(`[stack ${since()}] exporter ${exporter.url}`);
+
+    const pagesLog = path.join(artifactsDir(), `pages-${Date.now()}.log`);
+    const chain = await startAlertChain({
+      exporterTargets: [exporter.instance], forDivisor: o.forDivisor, scrapeInterval: o.scrapeInterval, evaluationInterval: o.evaluationInterval,
+      groupWait: o.groupWait, groupInterval: o.groupInterval, pagesLog,
+    });
+    started.push(chain);
+    log(`[stack ${since()}] Prometheus ${chain.prometheus.url} scraping the exporter, rules loaded; Alertmanager ${chain.alertmanager.url} → `
+      + `webhook receiver ${chain.receiver.url} (pages logged to ${pagesLog})`);
+    return {
+      hypha, ray, exporter: exporter.proc, exporterUrl: exporter.url, exporterConfigFile, exporterStoragePath, hyphaTokenFile,
+      prometheus: chain.prometheus, alertmanager: chain.alertmanager, receiver: chain.receiver, pagesLog,
+      stop: async () => { await stopAll(); fs.rmSync(dir, { recursive: true, force: true }); },
+    };
   } catch (e) {
     await stopAll();
+    fs.rmSync(dir, { recursive: true, force: true });
     throw e;
   }
 }

@@ -1,9 +1,9 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { EXPORTER_BIN as MAIN } from '../harness/exporter-process';
 
 const root = path.resolve(__dirname, '..', '..');
-export const MAIN = path.join(root, 'dist', 'src', 'main.js');
 
 /** The compiled CLI; builds it once if a test runs before the setup script did. */
 export function ensureBuilt(): string {

@@ -1,12 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { EXPORTER_JOB, Stack } from '../harness/stack';
+import { startAlertChain } from '../harness/alert-path';
+import type { Stack } from '../harness/stack';
 import { artifactsDir, waitFor } from '../harness/proc';
-import { Alertmanager, startAlertmanager } from '../harness/alertmanager';
-import { PrometheusServer, startPrometheus } from '../harness/prometheus';
+import type { PrometheusServer } from '../harness/prometheus';
 import { assertPrometheusBinaries, PrometheusVersion } from '../harness/prometheus-versions';
-import { overriddenRuleFiles } from '../harness/rules-override';
-import { startWebhookReceiver } from '../harness/webhook-receiver';
 
 type Receiver = Stack['receiver'];
 
@@ -52,41 +50,18 @@ export interface ExtraPathOptions {
 }
 
 /**
- * A second alert path on another Prometheus version, scraping the stack's exporter: the same real
- * faults are then evaluated by both versions at once, so a replay costs no extra time per version.
+ * A second alert path on another Prometheus version (harness/alert-path.ts, as the stack builds its own),
+ * scraping the stack's exporter: the same real faults are then evaluated by both versions at once, so a
+ * replay costs no extra time per version.
  * Options must match the stack's (same rule override, intervals and Alertmanager timers).
  */
 export async function startAlertPath(stack: Stack, version: PrometheusVersion, o: ExtraPathOptions): Promise<AlertPath> {
   assertPrometheusBinaries(version);
-  const started: Array<() => Promise<void>> = [];
-  const stopAll = async () => {
-    for (const s of started.reverse()) await s().catch(() => undefined);
-  };
-  try {
-    const receiver = await startWebhookReceiver(path.join(artifactsDir(), `pages-prometheus-${version.label}-${Date.now()}.log`));
-    started.push(() => receiver.close());
-    const alertmanager: Alertmanager = await startAlertmanager({ webhookBase: receiver.url, groupWait: o.groupWait, groupInterval: o.groupInterval, repeatInterval: o.groupWait ? '1h' : undefined });
-    started.push(() => alertmanager.stop());
-    const rules = overriddenRuleFiles({ forDivisor: o.forDivisor, minFor: '5s' });
-    started.push(async () => fs.rmSync(rules.dir, { recursive: true, force: true }));
-    const prometheus = await startPrometheus({
-      binary: version.prometheus,
-      scrapeTargets: [{ job: EXPORTER_JOB, targets: [new URL(stack.exporterUrl).host], honorLabels: true }],
-      ruleFiles: rules.files,
-      scrapeInterval: o.scrapeInterval,
-      evaluationInterval: o.evaluationInterval,
-      alertmanagerUrl: alertmanager.url,
-    });
-    started.push(() => prometheus.stop());
-    await prometheus.waitForTargetsUp(60_000, EXPORTER_JOB);
-    // A rule the version cannot evaluate would never page; fail here rather than time out later.
-    const bad = (await prometheus.rules()).flatMap((g) => g.rules).filter((r) => r.health === 'err');
-    if (bad.length) throw new Error(`Prometheus ${version.label}: rules failing: ${bad.map((r) => `${r.name}: ${r.lastError}`).join('; ')}`);
-    return { label: version.label, prometheus, receiver, stop: stopAll };
-  } catch (e) {
-    await stopAll();
-    throw e;
-  }
+  const chain = await startAlertChain({
+    ...o, exporterTargets: [new URL(stack.exporterUrl).host], prometheusBinary: version.prometheus,
+    pagesLog: path.join(artifactsDir(), `pages-prometheus-${version.label}-${Date.now()}.log`),
+  });
+  return { label: version.label, prometheus: chain.prometheus, receiver: chain.receiver, stop: chain.stop };
 }
 
 /** Waits for a firing notification of `alert` (matching labels) delivered after `since`; returns the delay. */

@@ -1,6 +1,7 @@
+import fs from 'node:fs';
 import pino from 'pino';
 import { Writable } from 'node:stream';
-import { Exporter } from '../../src/exporter/exporter';
+import { Exporter, type ExporterOptions } from '../../src/exporter/exporter';
 import { MetricsRenderer } from '../../src/metrics/renderer';
 import { SnapshotStore } from '../../src/snapshot/store';
 import type { Snapshot } from '../../src/snapshot/types';
@@ -21,22 +22,55 @@ export function memoryLogger(level = 'debug'): { log: Logger; lines: string[] } 
   return { log: pino({ level }, stream), lines };
 }
 
-/** An Exporter over a config text written to a temp file; config.rewrite() changes it for reloads. */
-export function exporterWithConfig(text: string, env: NodeJS.ProcessEnv = {}) {
-  const t = tmpDir();
-  const file = t.write('config.yml', text);
-  const { log, lines } = memoryLogger();
-  const exporter = new Exporter({ configFile: file, log, env });
+export interface InProcessOptions {
+  env?: NodeJS.ProcessEnv;
+  /** --storage.path (undefined: memory only). */
+  storagePath?: string;
+  storageReadOnly?: boolean;
+  /** Level of the in-memory log (default debug). */
+  logLevel?: string;
+  filter?: ExporterOptions['filter'];
+}
+
+export interface InProcessExporter {
+  exporter: Exporter;
+  /** Every log line so far (JSON, one per entry). */
+  lines: string[];
+  log: Logger;
+  /** The config file the exporter reads. */
+  file: string;
+  /** Writes a new config text to `file` (then call exporter.reload()). */
+  rewrite(next: string): void;
+  /** The /metrics body, through the call the HTTP handler makes. */
+  scrape(format?: ExpositionFormat): Promise<string>;
+  /** Stops the exporter and removes the temp dir of a config given as text. */
+  close(): Promise<void>;
+}
+
+/**
+ * The one way tests build an Exporter in-process: exactly as src/main.ts does (`new Exporter` with the config
+ * file, a logger, the environment and the storage flags), over a config text written to a temp file or an
+ * existing `{ file }`. Not started: tests that subscribe to the store first call exporter.start() themselves.
+ */
+export function exporterWithConfig(config: string | { file: string }, o: InProcessOptions = {}): InProcessExporter {
+  const t = typeof config === 'string' ? tmpDir() : undefined;
+  const file = typeof config === 'string' ? (t as ReturnType<typeof tmpDir>).write('config.yml', config) : config.file;
+  const { log, lines } = memoryLogger(o.logLevel);
+  const exporter = new Exporter({
+    configFile: file, log, env: o.env ?? {}, storagePath: o.storagePath, storageReadOnly: o.storageReadOnly, filter: o.filter,
+  });
   return {
     exporter,
     lines,
+    log,
     file,
     rewrite(next: string) {
-      t.write('config.yml', next);
+      fs.writeFileSync(file, next);
     },
+    scrape: (format: ExpositionFormat = 'prometheus') => scrapeText(exporter.metrics, format),
     async close() {
       await exporter.stop();
-      t.cleanup();
+      t?.cleanup();
     },
   };
 }
@@ -52,30 +86,4 @@ export async function renderSnapshot(s: Snapshot): Promise<string> {
   const store = new SnapshotStore();
   putSnapshot(store, s);
   return scrapeText(new MetricsRenderer(store));
-}
-
-/** Value of one series in exposition text, or undefined. */
-export function seriesValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got: Record<string, string> = {};
-    for (const lm of (m[3] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) got[lm[1]] = lm[2];
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[4]);
-  }
-  return undefined;
-}
-
-export function seriesCount(text: string, name: string, labels: Record<string, string> = {}): number {
-  let n = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || !line.startsWith(name)) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got: Record<string, string> = {};
-    for (const lm of (m[3] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) got[lm[1]] = lm[2];
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) n++;
-  }
-  return n;
 }

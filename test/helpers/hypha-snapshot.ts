@@ -41,5 +41,4 @@ export function putSnapshot(store: SnapshotStore, s: Snapshot): void {
   for (const [id, w] of s.services ?? []) store.setService(id, w);
   for (const h of s.hypha?.values() ?? []) store.setHyphaServer(h);
   if (s.registration) store.setRegistration(s.registration);
-  if (s.restored) store.setRestored(s.restored);
 }

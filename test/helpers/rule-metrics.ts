@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { parseExposition } from './exposition';
 
 export const RULES_DIR = 'rules';
 
@@ -103,11 +104,5 @@ export function metricNamesUsedByRules(): string[] {
 
 /** Metric names as exposed in a Prometheus text-format /metrics body. */
 export function metricNamesInExposition(body: string): Set<string> {
-  const names = new Set<string>();
-  for (const line of body.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^([A-Za-z_:][A-Za-z0-9_:]*)/.exec(line);
-    if (m) names.add(m[1]);
-  }
-  return names;
+  return new Set(parseExposition(body).map((s) => s.name));
 }

@@ -6,11 +6,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CheckResultV1 } from '../../src/cli/check';
-import { Exporter } from '../../src/exporter/exporter';
 import { STATE_FILE } from '../../src/snapshot/persisted';
 import { bioengineApp, bioengineServiceIds } from '../helpers/bioengine-apps';
 import { ensureBuilt, runCli } from '../helpers/cli';
-import { memoryLogger } from '../helpers/exporter';
+import { exporterWithConfig } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { freePort } from '../harness/ports';
@@ -159,8 +158,7 @@ describe('hypha-serve-exporter check against real Ray Serve + Hypha', () => {
   test('exit 1: a stale cached proxy after Hypha came back under a new server id, continued read-only from the exporter\'s --storage.path', async () => {
     // A running exporter holds its canary; Hypha restarts under another server id (incident 2).
     const storage = path.join(tmp.dir, 'state');
-    const { log } = memoryLogger('warn');
-    const exporter = new Exporter({ configFile, log, storagePath: storage });
+    const { exporter } = exporterWithConfig({ file: configFile }, { logLevel: 'warn', storagePath: storage });
     exporter.start();
     try {
       const before = await waitFor('canary resolved', async () => exporter.store.get().services?.get(AM)?.canary?.clientId, 60_000, 100);

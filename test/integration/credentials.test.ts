@@ -12,13 +12,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { hyphaWebsocketClient } from 'hypha-rpc';
 import WebSocket from 'ws';
-import { seriesValue } from '../helpers/exporter';
+import { samplesOf, seriesValue } from '../helpers/exposition';
 import { secretVolume } from '../helpers/secret-volume';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { Registrant, startRegistrant } from '../harness/hypha-registrant';
-import { freePort } from '../harness/ports';
-import { Proc, repoRoot, startProc, startTogether, waitFor } from '../harness/proc';
+import { spawnExporter } from '../harness/exporter-process';
+import { Proc, startTogether, waitFor } from '../harness/proc';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 
 jest.setTimeout(300_000);
@@ -114,11 +114,9 @@ describe('credentials: rotation, JWT secret change, start state (real Hypha)', (
       `      templates: [{service: "{workspace}/serve-bridge:{app}", include: "^${APP}(-b)?$"}]`,
       '',
     ].join('\n'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    exporter = startProc('creds-exporter', process.execPath, [
-      path.join(repoRoot(), 'dist', 'src', 'main.js'), `--config.file=${config}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=debug',
-    ]);
+    const ex = await spawnExporter({ name: 'creds-exporter', config: { file: config }, waitReady: false });
+    url = ex.url;
+    exporter = ex.proc;
     // Tight loop from the first moment it listens until every source is known and it is ready.
     const seen: { at: number; ready: number; ups: Record<string, number> }[] = [];
     const t0 = Date.now();
@@ -135,7 +133,7 @@ describe('credentials: rotation, JWT secret change, start state (real Hypha)', (
         continue;
       }
       const ups: Record<string, number> = {};
-      for (const m of metrics.matchAll(/^hypha_serve_source_up\{source="(\w+)",target="([^"]+)"\} (\S+)$/gm)) ups[`${m[1]}/${m[2]}`] = Number(m[3]);
+      for (const s of samplesOf(metrics, 'hypha_serve_source_up')) ups[`${s.labels.source}/${s.labels.target}`] = s.value;
       seen.push({ at: Date.now() - t0, ready, ups });
       if (ready === 200) break;
     }

@@ -11,13 +11,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { startHypha, HyphaHandle } from '../harness/hypha';
 import { startRay, RayCluster } from '../harness/ray';
-import { exporterConfig, EXPORTER_JOB } from '../harness/stack';
+import { EXPORTER_JOB } from '../harness/alert-path';
+import { ExporterProcess, spawnExporter } from '../harness/exporter-process';
+import { exporterConfig } from '../harness/stack';
 import { overriddenRuleFiles } from '../harness/rules-override';
 import { startWebhookReceiver } from '../harness/webhook-receiver';
 import { artifactsDir, repoRoot, waitFor, startTogether } from '../harness/proc';
 import { PrometheusServer } from '../harness/prometheus';
 import {
-  AlertmanagerPeer, ExporterProc, firstNotifier, HA_EXAMPLES, startAlertmanagerCluster, startExporter, startPrometheusFromExample,
+  AlertmanagerPeer, firstNotifier, HA_EXAMPLES, startAlertmanagerCluster, startPrometheusFromExample,
 } from '../harness/ha-stack';
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { sleep } from '../helpers/e2e';
@@ -46,7 +48,7 @@ describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers pa
   let ray: RayCluster;
   let receiver: Receiver;
   let ams: AlertmanagerPeer[] = [];
-  const exporters: ExporterProc[] = [];
+  const exporters: ExporterProcess[] = [];
   const proms: Prom[] = [];
   let rulesDir = '';
   let tokenDir = '';
@@ -72,7 +74,7 @@ describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers pa
       sampleInterval: '1s', sampleTimeout: '3s', cluster: 'ha',
       exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {discover: false}\n  clusters:\n    - cluster: ha\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
     }, hypha, ray);
-    exporters.push(...(await Promise.all(['ha-exporter-1', 'ha-exporter-2'].map((n) => startExporter(n, cfg, { HYPHA_TOKEN: hypha.rootToken })))));
+    exporters.push(...(await Promise.all(['ha-exporter-1', 'ha-exporter-2'].map((n) => spawnExporter({ name: n, config: cfg, env: { HYPHA_TOKEN: hypha.rootToken }, logLevel: 'info' })))));
     const rules = overriddenRuleFiles({ forDivisor: FOR_DIVISOR, minFor: '5s' });
     rulesDir = rules.dir;
     for (const file of ['prometheus-a.yml', 'prometheus-b.yml']) {

@@ -5,9 +5,9 @@ import { HyphaHandle, startHypha } from '../harness/hypha';
 import { bioengineClientId, startPythonRegistrant, startRegistrant, workspaceToken } from '../harness/hypha-registrant';
 import { HyphaClient } from '../../src/sources/hypha/client';
 import { connect, HyphaConnection } from '../../src/sources/hypha/connection';
-import { HyphaError } from '../../src/sources/hypha/errors';
 import { ensureWebSocketGlobal } from '../../src/sources/hypha/shim';
 import { HyphaEvent, SYSTEM_EVENTS } from '../../src/sources/hypha/types';
+import { SourceError } from '../../src/util/errors';
 import { Secret } from '../../src/util/secret';
 
 // Facts about a real Hypha 0.21.137 server and hypha-rpc 0.21.40 that the
@@ -128,38 +128,40 @@ test('the Python client BioEngine uses (hypha-rpc 0.21.47): same events, same id
   }
 });
 
-test('getService resolves a full id with callable methods; getServiceInfo of a missing service is not_found', async () => {
+test('getServiceInfo resolves a short id to its provider, callDirect calls it; a missing service is not_found, a missing method remote', async () => {
   const c = await rootConn();
   const reg = await startRegistrant({ serverUrl: hypha.url, token: hypha.rootToken, prefix: 'wk-gs', app: 'gs-app' });
   open.push(reg);
   const id = await reg.register();
-  const svc = await c.getService('ws-user-root/gs-app');
+  const svc = await c.getServiceInfo('ws-user-root/gs-app');
   expect(svc.id).toBe(id);
   expect(svc.clientId).toBe(reg.clientId);
-  expect(svc.methods).toEqual(expect.arrayContaining(['ping', 'get_load']));
-  await expect(svc.call('ping')).resolves.toBe('pong');
+  await expect(c.callDirect(svc.id, 'ping')).resolves.toBe('pong');
   await expect(c.callDirect(id, 'ping')).resolves.toBe('pong');
   const info = await c.getServiceInfo(id);
   expect(info).toMatchObject({ id, type: 'bioengine-app' });
   await expect(c.getServiceInfo('ws-user-root/nobody:nothing')).rejects.toMatchObject({ kind: 'not_found' });
-  await expect(svc.call('no_such_method')).rejects.toMatchObject({ kind: 'not_found' });
+  // A method the live provider lacks is the provider's answer (remote), not a provider that is gone (not_found).
+  const noMethod = await c.callDirect(svc.id, 'no_such_method').then(() => undefined, (e: unknown) => e);
+  console.log(`call of a missing method: ${(noMethod as SourceError).kind}: ${(noMethod as SourceError).message}`);
+  expect(noMethod).toMatchObject({ kind: 'remote', op: 'gs-app.no_such_method', message: expect.stringMatching(/^gs-app\.no_such_method: RemoteError: /) });
 });
 
 test('a call to a provider that left fails fast (recently gone) and a never-seen one hits our deadline', async () => {
   const c = await rootConn();
   const reg = await startRegistrant({ serverUrl: hypha.url, token: hypha.rootToken, prefix: 'wk-gone', app: 'gone-app' });
   const id = await reg.register();
-  const svc = await c.getService(id);
+  const svc = await c.getServiceInfo(id);
   await reg.disconnect();
   const t0 = Date.now();
-  const err = await svc.call('ping', [], { timeoutMs: 3000 }).then(() => undefined, (e: unknown) => e);
+  const err = await c.callDirect(svc.id, 'ping', [], { timeoutMs: 3000 }).then(() => undefined, (e: unknown) => e);
   const recentMs = Date.now() - t0;
-  expect(err).toBeInstanceOf(HyphaError);
+  expect(err).toBeInstanceOf(SourceError);
   const t1 = Date.now();
   const err2 = await c.callDirect('ws-user-root/never-existed:svc', 'ping', [], { timeoutMs: 1500 }).then(() => undefined, (e: unknown) => e);
   const neverMs = Date.now() - t1;
-  console.log(`call to departed provider: ${(err as HyphaError).kind} after ${recentMs} ms (${(err as HyphaError).message}); to never-seen provider: ${(err2 as HyphaError).kind} after ${neverMs} ms`);
-  expect(['not_found', 'timeout']).toContain((err as HyphaError).kind);
+  console.log(`call to departed provider: ${(err as SourceError).kind} after ${recentMs} ms (${(err as SourceError).message}); to never-seen provider: ${(err2 as SourceError).kind} after ${neverMs} ms`);
+  expect(['not_found', 'timeout']).toContain((err as SourceError).kind);
   expect(err2).toMatchObject({ kind: expect.stringMatching(/^(timeout|not_found)$/) });
   expect(neverMs).toBeLessThan(2500);
   expect(c.open).toBe(true);
@@ -168,19 +170,19 @@ test('a call to a provider that left fails fast (recently gone) and a never-seen
 test('wrong token: auth error, token not in the message', async () => {
   const bad = 'x'.repeat(20) + 'not-a-valid-token' + 'y'.repeat(20);
   const err = await connect({ serverUrl: hypha.url, token: new Secret(bad) }).then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(HyphaError);
-  expect((err as HyphaError).kind).toBe('auth');
-  expect((err as HyphaError).message).not.toContain(bad);
-  console.log(`wrong token: ${(err as HyphaError).message}`);
+  expect(err).toBeInstanceOf(SourceError);
+  expect((err as SourceError).kind).toBe('auth');
+  expect((err as SourceError).message).not.toContain(bad);
+  console.log(`wrong token: ${(err as SourceError).message}`);
 });
 
 test('unknown workspace: auth error with and without a token', async () => {
   const withTok = await connect({ serverUrl: hypha.url, token: new Secret(hypha.rootToken), workspace: 'no-such-ws' }).then(() => undefined, (e: unknown) => e);
   expect(withTok).toMatchObject({ kind: 'auth' });
-  expect((withTok as HyphaError).message).not.toContain(hypha.rootToken);
+  expect((withTok as SourceError).message).not.toContain(hypha.rootToken);
   const anon = await connect({ serverUrl: hypha.url, workspace: 'no-such-ws' }).then(() => undefined, (e: unknown) => e);
   expect(anon).toMatchObject({ kind: 'auth' });
-  console.log(`unknown workspace: ${(withTok as HyphaError).message} / ${(anon as HyphaError).message}`);
+  console.log(`unknown workspace: ${(withTok as SourceError).message} / ${(anon as SourceError).message}`);
 });
 
 test('a workspace token connects to its workspace; a read token can list and subscribe', async () => {
@@ -203,7 +205,7 @@ test('server down at connect: connect error in milliseconds; HyphaClient keeps r
   const t0 = Date.now();
   const err = await connect({ serverUrl: `http://127.0.0.1:${port}` }).then(() => undefined, (e: unknown) => e);
   expect(err).toMatchObject({ kind: 'connect' });
-  console.log(`connect to closed port: ${(err as HyphaError).message} after ${Date.now() - t0} ms`);
+  console.log(`connect to closed port: ${(err as SourceError).message} after ${Date.now() - t0} ms`);
 
   const token = 'A'.repeat(30) + 'b'.repeat(34); // a valid root token for the server started below
   const client = new HyphaClient({ serverUrl: `http://127.0.0.1:${port}`, token: new Secret(token), reconnectMinMs: 200, reconnectMaxMs: 1000 });
@@ -339,24 +341,23 @@ test('with --enable-s3 against moto: public/artifact-manager resolves; create/re
     open.push(c);
     const providers = await c.listServices({ workspace: 'public', serviceId: 'artifact-manager' });
     expect(providers.map((s) => s.id)).toEqual(['public/s3-a:artifact-manager']);
-    const am = await c.getService('public/artifact-manager');
+    const am = await c.getServiceInfo('public/artifact-manager');
     expect(am.id).toBe('public/s3-a:artifact-manager');
-    expect(am.methods).toEqual(expect.arrayContaining(['read', 'list', 'search', 'create']));
-    await am.call('create', [], { kwargs: { alias: 'probe-coll', type: 'collection', manifest: { name: 'probe' }, config: { permissions: { '*': 'r' } } } });
-    await am.call('create', [], { kwargs: { parent_id: 'ws-user-root/probe-coll', alias: 'probe-child', manifest: { name: 'child' } } });
-    const read = (await am.call('read', [], { kwargs: { artifact_id: 'ws-user-root/probe-coll', silent: true } })) as { id: string; view_count: number };
+    await c.callDirect(am.id, 'create', [], { kwargs: { alias: 'probe-coll', type: 'collection', manifest: { name: 'probe' }, config: { permissions: { '*': 'r' } } } });
+    await c.callDirect(am.id, 'create', [], { kwargs: { parent_id: 'ws-user-root/probe-coll', alias: 'probe-child', manifest: { name: 'child' } } });
+    const read = (await c.callDirect(am.id, 'read', [], { kwargs: { artifact_id: 'ws-user-root/probe-coll', silent: true } })) as { id: string; view_count: number };
     expect(read.id).toBe('ws-user-root/probe-coll');
     expect(read.view_count).toBe(0);
-    const list = (await am.call('list', [], { kwargs: { parent_id: 'ws-user-root/probe-coll', limit: 5, silent: true } })) as { id: string }[];
+    const list = (await c.callDirect(am.id, 'list', [], { kwargs: { parent_id: 'ws-user-root/probe-coll', limit: 5, silent: true } })) as { id: string }[];
     expect(list.map((a) => a.id)).toEqual(['ws-user-root/probe-child']);
-    await expect(am.call('read', [], { kwargs: { artifact_id: 'ws-user-root/nope', silent: true } })).rejects.toMatchObject({ kind: 'remote' });
+    await expect(c.callDirect(am.id, 'read', [], { kwargs: { artifact_id: 'ws-user-root/nope', silent: true } })).rejects.toMatchObject({ kind: 'remote' });
 
     await c.disconnect();
     await srv.restart();
     const c2 = await connect({ serverUrl: srv.url, token: new Secret(srv.rootToken), callTimeoutMs: 10_000 });
     open.push(c2);
-    const am2 = await c2.getService('public/artifact-manager');
-    const again = (await am2.call('read', [], { kwargs: { artifact_id: 'ws-user-root/probe-coll', silent: true } })) as { id: string };
+    const am2 = await c2.getServiceInfo('public/artifact-manager');
+    const again = (await c2.callDirect(am2.id, 'read', [], { kwargs: { artifact_id: 'ws-user-root/probe-coll', silent: true } })) as { id: string };
     expect(again.id).toBe('ws-user-root/probe-coll');
     console.log(`hypha with S3 restart: ${srv.startupMs[1]} ms`);
   } finally {

@@ -3,8 +3,9 @@
 // (then recreated), and no unhandled promise rejection in the process throughout.
 // (Restart under a new id, server killed, wrong token, unknown workspace and server down
 // at start are in hypha-registration.test.ts; calls that never return in services-restart.)
-import { Exporter } from '../../src/exporter/exporter';
-import { memoryLogger, scrapeText, seriesValue } from '../helpers/exporter';
+import type { Exporter } from '../../src/exporter/exporter';
+import { exporterWithConfig, scrapeText } from '../helpers/exporter';
+import { seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { deleteWorkspace, Registrant, startRegistrant, workspaceToken } from '../harness/hypha-registrant';
@@ -62,8 +63,7 @@ describe('Hypha faults', () => {
       `      templates: [{service: "{workspace}/serve-bridge:{app}", include: "^${APP}$"}]`,
       '',
     ].join('\n'));
-    const mem = memoryLogger();
-    exporter = new Exporter({ configFile: file, log: mem.log, env: { HYPHA_TOKEN: exporterToken } });
+    exporter = exporterWithConfig({ file }, { env: { HYPHA_TOKEN: exporterToken } }).exporter;
     exporter.start();
     const ex = exporter;
     const scrape = () => scrapeText(ex.metrics);

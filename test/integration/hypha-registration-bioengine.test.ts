@@ -5,8 +5,9 @@
 // at zero, never registered (deployed at zero), and pinned at min_replicas 1.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Exporter } from '../../src/exporter/exporter';
-import { memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
+import type { Exporter } from '../../src/exporter/exporter';
+import { exporterWithConfig, scrapeText } from '../helpers/exporter';
+import { seriesCount, seriesValue } from '../helpers/exposition';
 import { bioengineApp, bioengineServiceIds, callViaDeploymentHandle } from '../helpers/bioengine-apps';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
@@ -70,9 +71,9 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
       '  workers: {interval: 2s}',
       '',
     ].join('\n'));
-    const mem = memoryLogger();
-    lines = mem.lines;
-    exporter = new Exporter({ configFile: cfg, log: mem.log });
+    const h = exporterWithConfig({ file: cfg });
+    lines = h.lines;
+    exporter = h.exporter;
     exporter.start();
   });
 

@@ -2,12 +2,10 @@
 // exporter's metrics: event-driven detection, client-id mismatch and changes,
 // a Hypha restart with a new server id, and bad connection settings.
 import fs from 'node:fs';
-import { Exporter } from '../../src/exporter/exporter';
-import { planHyphaRegistration } from '../../src/sources/hypha/planner';
-import type { SourcePlanner } from '../../src/sources/registry';
-import { planWatchedServices } from '../../src/sources/services/planner';
+import type { Exporter } from '../../src/exporter/exporter';
 import { buildStatus } from '../../src/status-page/build';
-import { memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig } from '../helpers/exporter';
+import { seriesCount, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, newRootToken, startHypha } from '../harness/hypha';
 import { Registrant, startRegistrant, startWorkerProcess } from '../harness/hypha-registrant';
@@ -56,12 +54,10 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     ].join('\n');
   }
 
-  function runExporter(text: string, name: string, planners: SourcePlanner[] = [planHyphaRegistration]): Running {
-    const file = tmp.write(`${name}.yml`, text);
-    const { log, lines } = memoryLogger();
-    const exporter = new Exporter({ configFile: file, log });
-    exporter.start();
-    const r: Running = { exporter, lines, scrape: () => scrapeText(exporter.metrics), stop: () => exporter.stop() };
+  function runExporter(text: string, name: string): Running {
+    const h = exporterWithConfig({ file: tmp.write(`${name}.yml`, text) });
+    h.exporter.start();
+    const r: Running = { exporter: h.exporter, lines: h.lines, scrape: h.scrape, stop: h.close };
     started.push(r);
     return r;
   }
@@ -301,7 +297,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
         `        - {service: "{workspace}/${BRIDGE}:{app}", include: "^${APP}$"}`,
         '',
       ].join('\n');
-      const ex = runExporter(text, 'two-servers', [planHyphaRegistration, planWatchedServices]);
+      const ex = runExporter(text, 'two-servers');
       // The app registers on the lab server only.
       const r = await startRegistrant({ serverUrl: lab.url, token: lab.rootToken, prefix: 'unused', app: APP, clientId: BRIDGE, type: 'generic' });
       registrants.push(r);

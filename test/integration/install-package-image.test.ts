@@ -22,7 +22,7 @@ import { Proc, repoRoot, startProc, waitFor } from '../harness/proc';
 import { PrometheusServer, startPrometheus } from '../harness/prometheus';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 import { overriddenRuleFiles } from '../harness/rules-override';
-import { seriesValue } from '../helpers/exporter';
+import { samplesOf, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 
 jest.setTimeout(1_800_000);
@@ -345,7 +345,7 @@ describe('install: npm package and container image against real Ray Serve', () =
       const logsOf = async (name: string) => { const l = await run(podman, ['logs', name]); return l.stdout + l.stderr; };
       const base = `http://127.0.0.1:${port}`;
       const metrics = async (b = base) => (await get(`${b}/metrics`)).body;
-      const cachedId = (text: string) => /^hypha_serve_service_cached_info\{[^}]*holder="exporter"[^}]*\} 1$/m.exec(text)?.[0].match(/client_id="([^"]*)"/)?.[1];
+      const cachedId = (text: string) => samplesOf(text, 'hypha_serve_service_cached_info', { holder: 'exporter' }).find((s) => s.value === 1)?.labels.client_id;
       const registrationState = (text: string) => ['missing_never_registered', 'missing_history_unknown', 'missing_other', 'registered', 'not_running']
         .find((st) => seriesValue(text, 'hypha_serve_app_registration_state', { app: APP, state: st }) === 1);
 

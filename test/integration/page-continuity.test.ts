@@ -9,10 +9,11 @@
 //  - the real fix (the service registers) resolves the page.
 import fs from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
-import { EXPORTER_JOB, Stack, startStack } from '../harness/stack';
+import { EXPORTER_JOB } from '../harness/alert-path';
+import { Stack, startStack } from '../harness/stack';
+import { spawnExporter } from '../harness/exporter-process';
 import { freePort } from '../harness/ports';
-import { Proc, repoRoot, startProc, waitFor } from '../harness/proc';
+import { Proc, waitFor } from '../harness/proc';
 import { rayAppConfig, ServeAppConfig } from '../harness/ray';
 import { Registrant, startRegistrant } from '../harness/hypha-registrant';
 import { pagesSince, sleep, waitForPage } from '../helpers/e2e';
@@ -157,10 +158,10 @@ describe('pages survive a flaky upstream, a reload and an exporter restart', () 
       if (!(await firing('HyphaServeAppRunningNotRegistered', { app: LONELY }))) gaps.push(Date.now() - t0);
       await sleep(500);
     }
-    restarted = startProc('continuity-exporter', process.execPath, [
-      path.join(repoRoot(), 'dist', 'src', 'main.js'), `--config.file=${stack.exporterConfigFile}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=debug',
-      `--storage.path=${stack.exporterStoragePath}`,
-    ], { env: { ...process.env, HYPHA_TOKEN: stack.hypha.rootToken } });
+    restarted = (await spawnExporter({
+      name: 'continuity-exporter', config: { file: stack.exporterConfigFile }, port: Number(port), storagePath: stack.exporterStoragePath,
+      env: { HYPHA_TOKEN: stack.hypha.rootToken }, waitReady: false,
+    })).proc;
     await waitFor('restarted exporter scraped', async () => (await stack.prometheus.vector(`up{job="${EXPORTER_JOB}"} == 1`)).length > 0, 60_000, 500);
     const watchUntil = Date.now() + 20_000;
     while (Date.now() < watchUntil) {

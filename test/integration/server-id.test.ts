@@ -6,9 +6,10 @@
 // confirmation for). One Hypha, one exporter, both cases in order.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Exporter } from '../../src/exporter/exporter';
+import type { Exporter } from '../../src/exporter/exporter';
 import { buildStatus } from '../../src/status-page/build';
-import { memoryLogger, scrapeText, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig, scrapeText } from '../helpers/exporter';
+import { seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { artifactsDir, waitFor } from '../harness/proc';
@@ -43,9 +44,9 @@ watched_services:
     interval: 1s
     timeout: 3s
 `);
-    const m = memoryLogger('debug');
-    lines = m.lines;
-    exporter = new Exporter({ configFile: file, log: m.log, env: {} });
+    const h = exporterWithConfig({ file });
+    lines = h.lines;
+    exporter = h.exporter;
     exporter.start();
   });
 

@@ -3,8 +3,9 @@
 // providers is never "stale"; only a cached id that left the providers is.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Exporter } from '../../src/exporter/exporter';
-import { memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
+import type { Exporter } from '../../src/exporter/exporter';
+import { exporterWithConfig, scrapeText } from '../helpers/exporter';
+import { samplesOf, seriesCount, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
@@ -20,14 +21,7 @@ function provider(url: string, token: string, clientId: string): Promise<Standin
 }
 
 function ids(text: string, name: string, extra: Record<string, string> = {}): string[] {
-  const out: string[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) || !line.includes(`service="${SVC}"`)) continue;
-    if (!Object.entries(extra).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
-    const m = /client_id="([^"]*)"/.exec(line);
-    if (m) out.push(m[1]);
-  }
-  return out.sort();
+  return samplesOf(text, name, { service: SVC, ...extra }).flatMap((s) => (s.labels.client_id === undefined ? [] : [s.labels.client_id])).sort();
 }
 
 describe('several providers of one service', () => {
@@ -55,9 +49,9 @@ watched_services:
       method: read
       args: [probe-artifact]
 `);
-    const m = memoryLogger('debug');
-    lines = m.lines;
-    exporter = new Exporter({ configFile: file, log: m.log, env: {} });
+    const h = exporterWithConfig({ file });
+    lines = h.lines;
+    exporter = h.exporter;
     exporter.start();
   });
 

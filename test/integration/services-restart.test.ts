@@ -2,10 +2,9 @@
 // (moto S3): the seed-003 incident reproduced by restarting Hypha without a
 // fixed --server-id, and the benign look-alike with a fixed one.
 import { hyphaWebsocketClient } from 'hypha-rpc';
-import { Exporter } from '../../src/exporter/exporter';
 import { ensureWebSocketGlobal } from '../../src/sources/hypha/client';
-import { memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
-import { tmpDir } from '../helpers/tmp';
+import { exporterWithConfig } from '../helpers/exporter';
+import { samplesOf, seriesCount, seriesValue } from '../helpers/exposition';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { waitFor } from '../harness/proc';
 
@@ -37,8 +36,7 @@ async function startWorkerLikeHolder(url: string, token: string): Promise<{ held
 }
 
 function exporterFor(hypha: HyphaHandle, witnessMax = 'none', probe = '') {
-  const t = tmpDir();
-  const file = t.write('config.yml', `
+  const h = exporterWithConfig(`
 hypha:
   name: test-hypha
   server_url: ${hypha.url}
@@ -54,30 +52,14 @@ ${probe}    holders:
         service: ws-user-root/am-holder
         method: get_cached
         field: artifact_manager.id
-`);
-  const { log, lines } = memoryLogger('debug');
-  const exporter = new Exporter({ configFile: file, log, env: { SVC_TEST_TOKEN: hypha.rootToken } });
-  exporter.start();
-  return {
-    exporter,
-    lines,
-    scrape: () => scrapeText(exporter.metrics),
-    async close() {
-      await exporter.stop();
-      t.cleanup();
-    },
-  };
+`, { env: { SVC_TEST_TOKEN: hypha.rootToken } });
+  h.exporter.start();
+  return h;
 }
 
 /** client_id label of the single series of name (with labels), or undefined. */
 function clientIdOf(text: string, name: string, labels: Record<string, string>): string | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`)) continue;
-    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
-    const m = /client_id="([^"]*)"/.exec(line);
-    if (m) return m[1];
-  }
-  return undefined;
+  return samplesOf(text, name, labels).find((s) => s.labels.client_id !== undefined)?.labels.client_id;
 }
 
 function lastSeconds(text: string, via: string, outcome: string): { count: number; sum: number } {
@@ -186,8 +168,8 @@ describe('watched artifact manager across Hypha restarts', () => {
     expect(seriesValue(h, 'hypha_serve_service_cached_info', { ...S, holder: 'test-worker', client_id: oldId })).toBe(1);
 
     // The rule's condition in PromQL terms holds on the same data: a cached id that is no provider.
-    const cachedIds = [...h.matchAll(/^hypha_serve_service_cached_info\{[^}]*client_id="([^"]+)"/gm)].map((m) => m[1]);
-    const providerIds = [...h.matchAll(/^hypha_serve_service_provider_info\{[^}]*client_id="([^"]+)"/gm)].map((m) => m[1]);
+    const cachedIds = samplesOf(h, 'hypha_serve_service_cached_info').map((s) => s.labels.client_id);
+    const providerIds = samplesOf(h, 'hypha_serve_service_provider_info').map((s) => s.labels.client_id);
     expect(cachedIds.filter((c) => !providerIds.includes(c))).toEqual([oldId, oldId]);
 
     // Secrets never reach the logs.

@@ -9,9 +9,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hyphaWebsocketClient } from 'hypha-rpc';
-import { Exporter } from '../../src/exporter/exporter';
 import { ensureWebSocketGlobal } from '../../src/sources/hypha/client';
-import { memoryLogger, scrapeText, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig } from '../helpers/exporter';
+import { samplesOf, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
@@ -67,30 +67,20 @@ async function holderClient(url: string, token: string) {
 }
 
 function exporterFor(config: string) {
-  const t = tmpDir();
-  const file = t.write('config.yml', config);
-  const { log, lines } = memoryLogger('debug');
-  const exporter = new Exporter({ configFile: file, log, env: {} });
-  exporter.start();
+  const h = exporterWithConfig(config);
+  h.exporter.start();
   return {
-    exporter,
-    lines,
-    scrape: () => scrapeText(exporter.metrics),
-    rewrite: (next: string) => t.write('config.yml', next),
+    ...h,
     async close(name: string) {
-      await exporter.stop();
-      fs.writeFileSync(path.join(artifactsDir(), `services-witness-${name}-${Date.now()}.log`), lines.join(''));
-      t.cleanup();
+      await h.exporter.stop();
+      fs.writeFileSync(path.join(artifactsDir(), `services-witness-${name}-${Date.now()}.log`), h.lines.join(''));
+      await h.close();
     },
   };
 }
 
 function cachedId(text: string, service: string, holder: string): string | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('hypha_serve_service_cached_info{') || !line.includes(`service="${service}"`) || !line.includes(`holder="${holder}"`)) continue;
-    return /client_id="([^"]*)"/.exec(line)?.[1];
-  }
-  return undefined;
+  return samplesOf(text, 'hypha_serve_service_cached_info', { service, holder })[0]?.labels.client_id;
 }
 
 /** Moves Date.now() (all the exporter's cycle clocks) forward; timers and performance.now() keep real time. */

@@ -16,7 +16,8 @@ import { startWebhookReceiver } from '../harness/webhook-receiver';
 import { artifactsDir, repoRoot, waitFor, startTogether } from '../harness/proc';
 import { PrometheusServer } from '../harness/prometheus';
 import { freePort } from '../harness/ports';
-import { ExporterProc, HA_EXAMPLES, startExporter, startPrometheusFromExample } from '../harness/ha-stack';
+import { ExporterProcess, spawnExporter } from '../harness/exporter-process';
+import { HA_EXAMPLES, startPrometheusFromExample } from '../harness/ha-stack';
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { sleep } from '../helpers/e2e';
 import { loadConfig } from '../../src/config/load';
@@ -56,7 +57,7 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
   let receiver: Receiver;
   let am: Alertmanager;
   let prom: PrometheusServer;
-  const exp: Record<'east' | 'west', ExporterProc | undefined> = { east: undefined, west: undefined };
+  const exp: Record<'east' | 'west', ExporterProcess | undefined> = { east: undefined, west: undefined };
   let rulesDir = '';
   let tokenDir = '';
 
@@ -72,9 +73,9 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
     await Promise.all([rayEast.deploy({ applications: [] }), rayWest.deploy({ applications: [] })]);
     const env = { HYPHA_TOKEN: hypha.rootToken };
     [exp.east, exp.west] = await Promise.all([
-      startExporter('shard-east', shardConfig([{ name: 'east', ray: rayEast }], hypha.url), env),
+      spawnExporter({ name: 'shard-east', config: shardConfig([{ name: 'east', ray: rayEast }], hypha.url), env, logLevel: 'info' }),
       // West cannot reach Hypha (a closed port: a network policy on its node, say) while east can.
-      startExporter('shard-west', shardConfig([{ name: 'west', ray: rayWest }], `http://127.0.0.1:${await freePort()}`), env),
+      spawnExporter({ name: 'shard-west', config: shardConfig([{ name: 'west', ray: rayWest }], `http://127.0.0.1:${await freePort()}`), env, logLevel: 'info' }),
     ]);
     const rules = overriddenRuleFiles({ forDivisor: 10, minFor: '5s' });
     rulesDir = rules.dir;
@@ -149,7 +150,7 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
 
   it('west shard down: its exporter pages as itself, an incident on east still pages once with ray_cluster="east"', async () => {
     const t0 = Date.now();
-    await (exp.west as ExporterProc).kill();
+    await (exp.west as ExporterProcess).kill();
     await rayEast.deploy({ applications: [bioengineApp({ name: 'shard-buggy', behaviour: 'buggy_deregister_at_zero', hyphaUrl: hypha.url, tokenFile: path.join(tokenDir, 'hypha-token'), initialReplicas: 1, downscaleDelayS: 20 })] });
     const down = await waitFor('west exporter down page', async () => firing('HyphaServeExporterDown', t0, { job: WEST })[0], 180_000, 250);
     process.stdout.write(`[sharding] west exporter killed → HyphaServeExporterDown in ${((down.receivedAt - t0) / 1000).toFixed(1)} s\n`);

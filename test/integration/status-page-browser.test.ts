@@ -11,10 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { BrowserContext, chromium, Page } from 'playwright-core';
-import { Exporter } from '../../src/exporter/exporter';
+import type { Exporter } from '../../src/exporter/exporter';
 import { createApp } from '../../src/server/app';
 import type { StatusV1 } from '../../src/status-page/model';
-import { memoryLogger } from '../helpers/exporter';
+import { exporterWithConfig } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { bioengineClientId, startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
@@ -98,9 +98,9 @@ watched_services:
     canary:
       reresolve_after: never
 `);
-    const mem = memoryLogger('info');
-    logLines = mem.lines;
-    exporter = new Exporter({ configFile: file, log: mem.log, env: { PAGE_TEST_TOKEN: hypha.rootToken } });
+    const h = exporterWithConfig({ file }, { logLevel: 'info', env: { PAGE_TEST_TOKEN: hypha.rootToken } });
+    logLines = h.lines;
+    exporter = h.exporter;
     exporter.start();
     const port = await freePort();
     server = createApp(exporter, pino({ level: 'silent' })).listen(port, '127.0.0.1');

@@ -11,12 +11,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { bioengineApp, callViaDeploymentHandle } from '../helpers/bioengine-apps';
-import { seriesValue } from '../helpers/exporter';
+import { seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { Registrant, startRegistrant, startWorkerStandIn, WorkerAppReport, WorkerStandIn } from '../harness/hypha-registrant';
-import { freePort } from '../harness/ports';
-import { Proc, repoRoot, startProc, startTogether, waitFor } from '../harness/proc';
+import { spawnExporter } from '../harness/exporter-process';
+import { Proc, startTogether, waitFor } from '../harness/proc';
 import { PrometheusServer, startPrometheus } from '../harness/prometheus';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 import { overriddenRuleFiles } from '../harness/rules-override';
@@ -76,14 +76,11 @@ describe('warning before incident 1a, and a worker page that keeps its identity 
       `      templates: [{service: "{workspace}/plain:{app}", include: "^${PLAIN}$"}]`,
       '',
     ].join('\n'));
-    const port = await freePort();
-    exporterUrl = `http://127.0.0.1:${port}`;
-    exporter = startProc('wk-ident-exporter', process.execPath, [
-      path.join(repoRoot(), 'dist', 'src', 'main.js'), `--config.file=${cfg}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=debug',
-    ]);
-    await waitFor('exporter ready', async () => (await fetch(`${exporterUrl}/-/ready`).catch(() => undefined))?.ok === true, 60_000, 250);
+    const ex = await spawnExporter({ name: 'wk-ident-exporter', config: { file: cfg } });
+    exporterUrl = ex.url;
+    exporter = ex.proc;
     rules = overriddenRuleFiles({ forDivisor: 10, minFor: '5s' });
-    prom = await startPrometheus({ scrapeTargets: [{ job: JOB, targets: [`127.0.0.1:${port}`], honorLabels: true }], ruleFiles: rules.files, scrapeInterval: '1s', evaluationInterval: '1s' });
+    prom = await startPrometheus({ scrapeTargets: [{ job: JOB, targets: [ex.instance], honorLabels: true }], ruleFiles: rules.files, scrapeInterval: '1s', evaluationInterval: '1s' });
     await prom.waitForTargetsUp(60_000, JOB);
     log(`Ray ${ray.dashboardUrl}, Hypha ${hypha.url}, exporter ${exporterUrl}, Prometheus ${prom.url} (${prom.version.raw})`);
   });

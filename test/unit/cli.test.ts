@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { ensureBuilt, runCli } from '../helpers/cli';
 import { tmpDir } from '../helpers/tmp';
-import { freePort } from '../harness/ports';
+import { spawnExporter } from '../harness/exporter-process';
 import { waitFor } from '../harness/proc';
 
 describe('CLI', () => {
@@ -44,11 +43,8 @@ describe('CLI', () => {
 
   it('serves endpoints, reloads on SIGHUP and POST /-/reload, keeps the old config on a bad one', async () => {
     const file = t.write('ok.yml', 'ray_clusters:\n  - name: one\n    dashboard_url: http://127.0.0.1:9\n    interval: 1h\n');
-    const port = await freePort();
-    const p = spawn(process.execPath, [ensureBuilt(), `--config.file=${file}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let logs = '';
-    p.stderr.on('data', (d: Buffer) => (logs += d.toString()));
-    const base = `http://127.0.0.1:${port}`;
+    const ex = await spawnExporter({ name: 'cli-exporter', config: { file }, logLevel: 'info', waitReady: false });
+    const base = ex.url;
     try {
       await waitFor('listening', async () => (await fetch(`${base}/-/healthy`)).ok, 10000);
       await waitFor('ready', async () => (await fetch(`${base}/-/ready`)).ok, 10000);
@@ -58,7 +54,7 @@ describe('CLI', () => {
       expect(m).toContain('hypha_serve_source_up{source="ray",target="one"} 0');
 
       t.write('ok.yml', 'ray_clusters:\n  - name: two\n    dashboard_url: http://127.0.0.1:9\n    interval: 1h\n');
-      p.kill('SIGHUP');
+      ex.reload();
       await waitFor('SIGHUP reload', async () => (await (await fetch(`${base}/metrics`)).text()).includes('target="two"'), 10000);
 
       t.write('ok.yml', 'ray_clusters: {broken\n');
@@ -75,9 +71,8 @@ describe('CLI', () => {
       expect(ok).toContain('hypha_serve_exporter_config_last_reload_successful 1');
       expect(ok).not.toContain('target="two"');
     } finally {
-      p.kill('SIGTERM');
-      await new Promise((r) => p.on('exit', r));
+      await ex.stop();
     }
-    expect(logs).toContain('configuration reload failed');
+    expect(ex.proc.output()).toContain('configuration reload failed');
   }, 30000);
 });

@@ -5,7 +5,8 @@ import path from 'node:path';
 import type { AppRegistration } from '../../src/snapshot/registration';
 import { hyphaParts } from '../helpers/hypha-snapshot';
 import { newSourceHealth, RayClusterSample, Snapshot } from '../../src/snapshot/types';
-import { renderSnapshot, seriesCount, seriesValue } from '../helpers/exporter';
+import { renderSnapshot } from '../helpers/exporter';
+import { seriesCount, seriesValue } from '../helpers/exposition';
 
 // The registration families' label sets are the alerts' identity.
 

@@ -1,18 +1,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Exporter } from '../../src/exporter/exporter';
 import { RegistrationTracker, TrackedRegistration, TrackerInput, ProviderIndex } from '../../src/registration/tracker';
-import { loadPersistedState, MAX_RESTORE_AGE_SECONDS, persistedStateOf, PersistedStateWriter, registrationKey, STATE_FILE } from '../../src/snapshot/persisted';
-import type { WatchedServiceSample } from '../../src/snapshot/services';
-import { SnapshotStore } from '../../src/snapshot/store';
-import { newSourceHealth } from '../../src/snapshot/types';
+import {
+  loadPersistedState, MAX_RESTORE_AGE_SECONDS, PersistedState, persistedStateOf, PersistedStateWriter, registrationKey, STATE_FILE,
+} from '../../src/snapshot/persisted';
 import { WatchState } from '../../src/sources/services/state';
 import { ServerIdWatch } from '../../src/sources/hypha/server-id';
-import { serverIdKey } from '../../src/snapshot/restored';
+import { SavedState, serverIdKey } from '../../src/snapshot/restored';
 import type { ServeApp } from '../../src/snapshot/types';
-import { memoryLogger } from '../helpers/exporter';
-import { putHypha, putSnapshot } from '../helpers/hypha-snapshot';
+import { exporterWithConfig, memoryLogger } from '../helpers/exporter';
+import { freePort } from '../harness/ports';
 
 // What must survive an exporter restart so that the restart neither ends a page
 // (the incident-2 witness) nor makes the exporter claim a cause it cannot know.
@@ -31,17 +29,15 @@ function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'state-'));
 }
 
-function storeWith(apps: TrackedRegistration[], canaryStale: boolean): SnapshotStore {
-  const store = new SnapshotStore();
-  const w = {
-    service: 'public/artifact-manager',
-    health: newSourceHealth('hypha_service', 'public/artifact-manager'),
-    cached: [], calls: [], lastProbes: {}, clientIdChangesTotal: 0, canaryReresolvesTotal: 0,
-    canary: { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, ...(canaryStale ? { staleSinceSeconds: 200 } : {}) },
-  } as unknown as WatchedServiceSample;
-  putHypha(store, { target: 'main', health: newSourceHealth('hypha', 'main'), reconnectsTotal: 0, generation: 1, apps: apps.map((a) => ({ ...a, hypha: 'main' })), workers: [], eventsTotal: {} });
-  store.setService(w.service, w);
-  return store;
+/** What the exporter gathers from the sources' hand-overs and the registration stage. */
+function savedWith(apps: TrackedRegistration[], canaryStale: boolean): SavedState {
+  const canary = { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, ...(canaryStale ? { staleSinceSeconds: 200 } : {}) };
+  return {
+    witnesses: new Map([['public/artifact-manager', canary]]),
+    // The registry connection has not reported an id yet.
+    serverIds: new Map([[serverIdKey('hypha', 'main'), { replaced: [] }]]),
+    registration: apps.map((a) => ({ cluster: a.cluster, app: a.app, history: a.history })),
+  };
 }
 
 describe('state that survives a restart', () => {
@@ -51,13 +47,13 @@ describe('state that survives a restart', () => {
     const apps = t.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1200, 500));
     const dir = tmp();
     const { log } = memoryLogger();
-    const w = new PersistedStateWriter(dir, storeWith(apps, true), log);
+    const w = new PersistedStateWriter(dir, () => savedWith(apps, true), log);
     w.flush();
     const restored = loadPersistedState(dir, log, Date.now() / 1000 + 5);
     expect(restored?.witnesses.get('public/artifact-manager')).toEqual({ fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, staleSinceSeconds: 200 });
     const history = restored?.registration.get(registrationKey('c', 'a'));
     expect(history).toMatchObject({ everRegistered: true, missingSinceSeconds: 1200 });
-    expect(persistedStateOf(storeWith(apps, false).get(), 1).witnesses).toEqual({});
+    expect(persistedStateOf(savedWith(apps, false), 1).witnesses).toEqual({});
 
     // A new tracker (a new process) continues the spell and still knows the cause.
     const next = new RegistrationTracker();
@@ -68,14 +64,12 @@ describe('state that survives a restart', () => {
   });
 
   it('what each connection saw of its server id survives a restart: a server that came back under a new id stays known', () => {
-    const store = storeWith([], true);
+    const saved = savedWith([], true);
     const facts = { current: 'srv-b', previous: 'srv-a', changed: true, replaced: ['srv-a'] };
-    const w = store.get().services?.get('public/artifact-manager');
-    if (!w) throw new Error('no watched service in the fixture');
-    store.setService(w.service, { ...w, serverIds: facts });
+    saved.serverIds.set(serverIdKey('service', 'public/artifact-manager'), facts);
     const dir = tmp();
     const { log } = memoryLogger();
-    new PersistedStateWriter(dir, store, log).flush();
+    new PersistedStateWriter(dir, () => saved, log).flush();
     const restored = loadPersistedState(dir, log, Date.now() / 1000 + 5);
     expect(restored?.serverIds.get(serverIdKey('service', 'public/artifact-manager'))).toEqual(facts);
     // A connection that never reported an id has nothing to continue.
@@ -130,7 +124,7 @@ describe('state that survives a restart', () => {
     const dir = tmp();
     const file = path.join(dir, 'not-a-dir');
     fs.writeFileSync(file, 'x');
-    const w = new PersistedStateWriter(file, storeWith([], true), log);
+    const w = new PersistedStateWriter(file, () => savedWith([], true), log);
     w.flush();
     w.flush();
     expect(lines.filter((l) => l.includes('cannot write the state file'))).toHaveLength(1);
@@ -138,20 +132,37 @@ describe('state that survives a restart', () => {
 
   it('the exporter writes the file on stop and a new exporter continues from it (--storage.path)', async () => {
     const dir = tmp();
+    const data = path.join(dir, 'data');
+    // A state file as 0.2.0 wrote it: the stale canary and what both connections saw of the server id.
+    const facts = { current: 'srv-b', previous: 'srv-a', changed: true, replaced: ['srv-a'] };
+    const canary = { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, staleSinceSeconds: 200 };
+    fs.mkdirSync(data);
+    fs.writeFileSync(path.join(data, STATE_FILE), JSON.stringify({
+      version: 1, savedSeconds: Date.now() / 1000, witnesses: { 'public/artifact-manager': canary }, registration: [],
+      serverIds: { [serverIdKey('hypha', 'main')]: facts, [serverIdKey('service', 'public/artifact-manager')]: facts },
+    }));
+    // Nothing listens there: the sources stay down, so all they know is what they continued from.
+    const hypha = `hypha:\n  name: main\n  server_url: http://127.0.0.1:${await freePort()}\n`;
     const cfg = path.join(dir, 'c.yml');
-    fs.writeFileSync(cfg, 'ray_clusters: []\n');
-    const { log } = memoryLogger();
-    const a = new Exporter({ configFile: cfg, log, storagePath: path.join(dir, 'data') });
-    a.start();
-    putSnapshot(a.store, storeWith([], true).get());
-    await a.stop();
-    expect(JSON.parse(fs.readFileSync(path.join(dir, 'data', STATE_FILE), 'utf8')).witnesses).toHaveProperty(['public/artifact-manager']);
-    const { log: log2, lines } = memoryLogger();
-    const b = new Exporter({ configFile: cfg, log: log2, storagePath: path.join(dir, 'data') });
-    b.start();
-    expect(lines.some((l) => l.includes('continuing from the state saved before the restart'))).toBe(true);
-    // Consumed at start: a later reload does not continue from it again.
-    expect(b.store.get().restored).toBeUndefined();
-    await b.stop();
+    fs.writeFileSync(cfg, hypha);
+    const saved = () => JSON.parse(fs.readFileSync(path.join(data, STATE_FILE), 'utf8')) as PersistedState;
+    const a = exporterWithConfig({ file: cfg }, { storagePath: data });
+    a.exporter.start();
+    await a.exporter.stop();
+    // Written from the sources' hand-overs: each source took its part at start and gives it back.
+    expect(saved().witnesses).toEqual({ 'public/artifact-manager': canary });
+    expect(saved().serverIds).toEqual({ [serverIdKey('hypha', 'main')]: facts, [serverIdKey('service', 'public/artifact-manager')]: facts });
+
+    const b = exporterWithConfig({ file: cfg }, { storagePath: data });
+    b.exporter.start();
+    expect(b.lines.some((l) => l.includes('continuing from the state saved before the restart'))).toBe(true);
+    // Consumed at start: a source a later reload adds back (here the watched service) starts fresh.
+    b.rewrite(`${hypha}watched_services: []\n`);
+    expect(b.exporter.reload().ok).toBe(true);
+    b.rewrite(hypha);
+    expect(b.exporter.reload().ok).toBe(true);
+    await b.exporter.stop();
+    expect(saved().witnesses).toEqual({});
+    expect(saved().serverIds).toEqual({ [serverIdKey('hypha', 'main')]: facts });
   });
 });

@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseServeInstance, ParsedServe } from '../../src/sources/ray-serve/parse';
-import { exporterWithConfig, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig, scrapeText } from '../helpers/exporter';
+import { seriesCount, seriesValue } from '../helpers/exposition';
 import { json, startUpstream } from '../helpers/http-upstream';
 
 const root = path.resolve(__dirname, '..', 'fixtures', 'ray');

@@ -1,5 +1,5 @@
 import { parseServeInstance } from '../../src/sources/ray-serve/parse';
-import { ReasonedError } from '../../src/util/errors';
+import { SourceError } from '../../src/util/errors';
 
 function app(over: Record<string, unknown> = {}, deployments: Record<string, unknown> = {}) {
   return { name: 'a', route_prefix: '/a', docs_path: null, status: 'RUNNING', message: '', last_deployed_time_s: 1, deployments, ...over };
@@ -9,14 +9,14 @@ function dep(over: Record<string, unknown> = {}) {
 }
 
 describe('parseServeInstance on malformed or unusual input', () => {
-  it('rejects non-objects and missing applications with reason schema', () => {
+  it('rejects non-objects and missing applications with kind schema', () => {
     for (const body of [null, 42, 'x', [], {}]) {
       try {
         parseServeInstance(body);
         throw new Error('no error');
       } catch (e) {
-        expect(e).toBeInstanceOf(ReasonedError);
-        expect((e as ReasonedError<string>).reason).toBe('schema');
+        expect(e).toBeInstanceOf(SourceError);
+        expect((e as SourceError).kind).toBe('schema');
       }
     }
     expect(() => parseServeInstance({ applications: [1, 2] })).toThrow(/not an object/);

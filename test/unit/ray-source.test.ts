@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { exporterWithConfig, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig, scrapeText } from '../helpers/exporter';
+import { seriesCount, seriesValue } from '../helpers/exposition';
 import { json, startUpstream } from '../helpers/http-upstream';
 
 function serve(apps: Record<string, unknown>, proxyPort?: number) {
@@ -128,7 +129,7 @@ describe('Ray Serve source through the exporter', () => {
     let seen = '';
     let agent = '';
     up.set((req, res) => { seen = String(req.headers.authorization); agent = String(req.headers['user-agent']); res.writeHead(500); res.end(`echo ${seen}`); });
-    const h = exporterWithConfig(config('    bearer_token_env: RAYTOK\n'), { RAYTOK: token });
+    const h = exporterWithConfig(config('    bearer_token_env: RAYTOK\n'), { env: { RAYTOK: token } });
     h.exporter.start();
     await h.exporter.settled();
     expect(seen).toBe(`Bearer ${token}`);

@@ -3,7 +3,13 @@ import { newSourceHealth, Snapshot } from '../../src/snapshot/types';
 import { WatchedServiceSample } from '../../src/snapshot/services';
 import { CycleEvents, HolderReading, RegistryObservation, WatchState } from '../../src/sources/services/state';
 import type { ProbeResult } from '../../src/snapshot/services';
-import { renderSnapshot, seriesCount, seriesValue } from '../helpers/exporter';
+import fs from 'node:fs';
+import path from 'node:path';
+import { MetricsRenderer } from '../../src/metrics/renderer';
+import { CALL_DURATION_BUCKETS, CALL_OUTCOMES, emptyHistogram, observe } from '../../src/snapshot/services';
+import { SnapshotStore } from '../../src/snapshot/store';
+import { renderSnapshot, scrapeText } from '../helpers/exporter';
+import { parseExposition, seriesCount, seriesSet, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 
 function sampleFrom(st: WatchState, up: boolean, resolved?: string, extra: { holdersConfigured?: number; witnessMaxSeconds?: number } = {}): WatchedServiceSample {
@@ -142,4 +148,95 @@ test('witness and holder-probe series: stale since, holders configured, bound, r
   for (const name of ['hypha_serve_service_witness_max_seconds', 'hypha_serve_service_holder_probe_success', 'hypha_serve_service_cached_stale_since_timestamp_seconds',
     'hypha_serve_service_fresh_probe_attempts']) expect(seriesCount(text, name)).toBe(0);
   expect(seriesValue(text, 'hypha_serve_service_witness_releases_total', { ...s, reason: 'holders_agree' })).toBe(0);
+});
+
+// The watched services are units of the declared table like apps: one service's new sample
+// re-renders that service only, and the histogram is written from the source's cumulative buckets.
+describe('watched services in the one pipeline', () => {
+  function handMade(service: string, observations: number[], up = true): WatchedServiceSample {
+    let h = emptyHistogram();
+    for (const x of observations) h = observe(h, x);
+    return {
+      service, health: { ...newSourceHealth('hypha_service', service), up, lastSuccessSeconds: 100 },
+      providers: up ? ['srv-b'] : undefined, resolvedClientId: up ? 'srv-b' : undefined,
+      cached: up ? [{ holder: 'exporter', clientId: 'srv-a', stale: true, staleSinceSeconds: 50, serverGone: false }] : [],
+      clientIdChangesTotal: 1, lastChangeSeconds: 50, canaryReresolvesTotal: 0,
+      calls: CALL_OUTCOMES.map((outcome) => ({ method: 'list', via: 'fresh' as const, outcome, histogram: outcome === 'ok' ? h : emptyHistogram() })),
+      lastProbes: {}, holdersConfigured: 0,
+    };
+  }
+  const dynamic = /^(hypha_serve_(exporter_|source_sample_age)|process_|nodejs_)/;
+  const strip = (x: string) => [...seriesSet(parseExposition(x))].filter((l) => !dynamic.test(l)).sort();
+
+  it('a sample of one service re-renders that service only; incremental renders equal fresh ones', async () => {
+    const store = new SnapshotStore();
+    for (const id of ['ws/a', 'ws/b', 'ws/c']) store.setService(id, handMade(id, [0.01]));
+    const r = new MetricsRenderer(store);
+    await scrapeText(r);
+    expect(r.stats.unitsRendered).toBe(3);
+    store.setService('ws/b', handMade('ws/b', [0.01, 7]));
+    let text = await scrapeText(r);
+    expect(r.stats.unitsRendered).toBe(4);
+    expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { service: 'ws/b', outcome: 'ok', le: '6' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { service: 'ws/b', outcome: 'ok', le: '10' })).toBe(2);
+    expect(strip(text)).toEqual(strip(await scrapeText(new MetricsRenderer(store))));
+    // The same data in new objects renders nothing; a removed service's series vanish.
+    store.setService('ws/a', handMade('ws/a', [0.01]));
+    store.removeService('ws/c');
+    text = await scrapeText(r);
+    expect(r.stats.unitsRendered).toBe(4);
+    expect(seriesCount(text, 'hypha_serve_service_call_duration_seconds_count', { service: 'ws/c' })).toBe(0);
+    expect(seriesCount(text, 'hypha_serve_service_client_id_changes_total')).toBe(2);
+    expect(strip(text)).toEqual(strip(await scrapeText(new MetricsRenderer(store))));
+  });
+
+  it('histogram series are cumulative with +Inf = count, in both formats; OpenMetrics passes a strict parser', async () => {
+    const store = new SnapshotStore();
+    store.setService('ws/a', handMade('ws/a', [0.0005, 0.001, 0.3, 4.5, 5, 61, 120]));
+    store.setService('ws/down', handMade('ws/down', [], false));
+    const r = new MetricsRenderer(store);
+    const text = await scrapeText(r);
+    const samples = parseExposition(text).filter((x) => x.name.startsWith('hypha_serve_service_call_duration_seconds'));
+    const key = (l: Record<string, string>) => JSON.stringify(Object.entries(l).filter(([k]) => k !== 'le'));
+    const series = new Map<string, number[]>();
+    for (const x of samples.filter((y) => y.name.endsWith('_bucket'))) series.set(key(x.labels), [...(series.get(key(x.labels)) ?? []), x.value]);
+    expect(series.size).toBe(2 * CALL_OUTCOMES.length);
+    for (const [k, values] of series) {
+      expect(values).toHaveLength(CALL_DURATION_BUCKETS.length + 1);
+      expect([...values].sort((a, b) => a - b)).toEqual(values);
+      const count = samples.find((x) => x.name.endsWith('_count') && key(x.labels) === k)?.value;
+      expect(values[values.length - 1]).toBe(count);
+    }
+    const ok = { service: 'ws/a', method: 'list', via: 'fresh', outcome: 'ok' };
+    expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { ...ok, le: '0.001' })).toBe(2);
+    expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { ...ok, le: '5' })).toBe(5);
+    expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { ...ok, le: '60' })).toBe(5);
+    expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_bucket', { ...ok, le: '+Inf' })).toBe(7);
+    expect(seriesValue(text, 'hypha_serve_service_call_duration_seconds_sum', ok)).toBeCloseTo(190.8015);
+    const om = await scrapeText(r, 'openmetrics');
+    expect(om).toMatch(/^# TYPE hypha_serve_service_call_duration_seconds histogram$/m);
+    expect(om).toMatch(/^# TYPE hypha_serve_service_client_id_changes counter$/m);
+    const py = path.resolve(__dirname, '..', '..', '.venv', 'ray', 'bin', 'python');
+    expect(fs.existsSync(py)).toBe(true);
+    const t = tmpDir();
+    try {
+      const parsed = execFileSync(py, ['-c', [
+        'import sys',
+        'from prometheus_client.openmetrics.parser import text_string_to_metric_families as p',
+        'fams = {f.name: f for f in p(open(sys.argv[1], encoding="utf-8").read())}',
+        'h = fams["hypha_serve_service_call_duration_seconds"]',
+        'print(h.type, len(h.samples), sum(len(f.samples) for f in fams.values()))',
+      ].join('\n'), t.write('om.txt', om)], { stdio: 'pipe' }).toString().trim().split(' ');
+      expect(parsed.slice(0, 2)).toEqual(['histogram', String(samples.length)]);
+      expect(Number(parsed[2])).toBe(parseExposition(text).length);
+      execFileSync('sh', ['-c', `promtool check metrics < ${t.write('m.prom', text)}`], { stdio: 'pipe' });
+      // The parser is strict: a bucket count above the next bucket's (not cumulative) is rejected.
+      const broken = om.replace(/^(hypha_serve_service_call_duration_seconds_bucket\{[^\n]*le="0\.001"\} )\d+$/m, '$1' + '99');
+      expect(broken).not.toBe(om);
+      expect(() => execFileSync(py, ['-c', 'import sys\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families as p\n'
+        + 'list(p(open(sys.argv[1], encoding="utf-8").read()))', t.write('om-bad.txt', broken)], { stdio: 'pipe' })).toThrow();
+    } finally {
+      t.cleanup();
+    }
+  });
 });

@@ -1,9 +1,8 @@
-import { CycleEvents, HolderReading, RegistryObservation, WatchState } from '../../src/sources/services/state';
+import { CycleEvents, HolderReading, RegistryObservation, WatchHandoff, WatchState } from '../../src/sources/services/state';
 import { readHeldClientId } from '../../src/sources/services/holder-field';
 import { clientIdOf } from '../../src/util/hypha-id';
 import { outcomeOf } from '../../src/sources/services/outcome';
-import { CALL_DURATION_BUCKETS, HolderProbeResult, ProbeResult, WatchedServiceSample } from '../../src/snapshot/services';
-import { newSourceHealth } from '../../src/snapshot/types';
+import { CALL_DURATION_BUCKETS, HolderProbeResult, ProbeResult } from '../../src/snapshot/services';
 
 const A = { fullId: 'public/srv-a:artifact-manager', clientId: 'srv-a' };
 const B = { fullId: 'public/srv-b:artifact-manager', clientId: 'srv-b' };
@@ -157,7 +156,7 @@ describe('WatchState', () => {
     expect(st.releasesTotal).toEqual({ operator: 1 });
   });
 
-  test('reload carry-over: a new state seeded from the last sample keeps the witness, the counters and the histograms', () => {
+  test('reload carry-over: a new state seeded from the hand-over keeps the witness, the counters and the histograms', () => {
     const holders = [{ name: 'w', reportsId: true, probeMethod: 'list_apps' }];
     const st = new WatchState(NO_LIMIT, 'list', holders);
     st.adoptCanaryIfNone(A, 0);
@@ -165,11 +164,8 @@ describe('WatchState', () => {
       [{ holder: 'w', method: 'list_apps', outcome: 'ok', seconds: 0.1, atSeconds: 0 }]);
     cycle(st, { nowSeconds: 15, providers: ['srv-b'], resolved: B, probes: [probe('cached', 'timeout', 5)], holders: [{ name: 'w', clientId: 'srv-a' }] },
       [{ holder: 'w', method: 'list_apps', outcome: 'timeout', seconds: 5, atSeconds: 20 }]);
-    const seed: WatchedServiceSample = {
-      service: 'public/artifact-manager', health: { ...newSourceHealth('hypha_service', 'public/artifact-manager'), up: false },
-      providers: undefined, cached: [], clientIdChangesTotal: st.changesTotal, lastChangeSeconds: st.lastChangeSeconds, canaryReresolvesTotal: 4,
-      calls: st.calls, lastProbes: {}, canary: st.canary, knownProviders: st.knownProviders, witnessReleasesTotal: { max_age: 4 }, holderProbes: st.holderProbes,
-    };
+    // As a source hands it over while down: no current probe result or holder reading.
+    const seed: WatchHandoff = { ...st.handoff(), lastProbes: {}, holders: [], reresolvesTotal: 4, releasesTotal: { max_age: 4 } };
     // The reload changed the probe method: the old series stay, the new method gets zero series.
     const next = new WatchState(NO_LIMIT, 'read', holders, seed);
     expect(next.canary).toEqual({ ...A, sinceSeconds: 0, staleSinceSeconds: 15 });
@@ -193,8 +189,8 @@ describe('WatchState', () => {
   });
 
   test('a seed of a disabled canary is not continued', () => {
-    const seed: WatchedServiceSample = {
-      service: 's/x', health: newSourceHealth('hypha_service', 's/x'), cached: [], clientIdChangesTotal: 0, canaryReresolvesTotal: 0, calls: [], lastProbes: {},
+    const seed: WatchHandoff = {
+      changesTotal: 0, reresolvesTotal: 0, releasesTotal: {}, calls: [], lastProbes: {}, holders: [], holderProbes: [],
       canary: { ...A, sinceSeconds: 0, staleSinceSeconds: 5 },
     };
     expect(new WatchState({ enabled: false }, undefined, [], seed).canary).toBeUndefined();

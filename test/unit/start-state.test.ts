@@ -8,7 +8,8 @@ import type http from 'node:http';
 import { HealthBook } from '../../src/sources/health-book';
 import { createApp } from '../../src/server/app';
 import { buildStatus } from '../../src/status-page/build';
-import { exporterWithConfig, memoryLogger, scrapeText, seriesCount, seriesValue } from '../helpers/exporter';
+import { exporterWithConfig, memoryLogger, scrapeText } from '../helpers/exporter';
+import { seriesCount, seriesValue } from '../helpers/exposition';
 import { json, startUpstream } from '../helpers/http-upstream';
 import { tmpDir } from '../helpers/tmp';
 

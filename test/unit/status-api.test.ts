@@ -98,7 +98,7 @@ describe('GET /api/v1/status over a replay of recorded Ray Serve 2.60 answers', 
     });
     h = exporterWithConfig(
       `ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    bearer_token_env: RAY_TOKEN\n    interval: 1h\n    timeout: 2s\n`,
-      { RAY_TOKEN: TOKEN },
+      { env: { RAY_TOKEN: TOKEN } },
     );
     small = new TransitionRecorder(h.exporter.store, { capacity: 3 });
     h.exporter.start();

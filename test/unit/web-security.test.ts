@@ -1,14 +1,14 @@
 // TLS and basic auth through --web.config.file (exporter-toolkit format), and
 // a grep of every output for a Ray token, using the real CLI and a real TLS client.
-import { execFileSync, spawn, ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import bcrypt from 'bcryptjs';
 import { ensureBuilt, runCli } from '../helpers/cli';
 import { startUpstream } from '../helpers/http-upstream';
 import { tmpDir } from '../helpers/tmp';
-import { freePort } from '../harness/ports';
-import { waitFor } from '../harness/proc';
+import { spawnExporter } from '../harness/exporter-process';
+import { Proc, waitFor } from '../harness/proc';
 
 jest.setTimeout(60_000);
 
@@ -38,20 +38,14 @@ describe('web security', () => {
   });
   afterAll(() => t.cleanup());
 
-  async function start(webConfig: string, extraEnv: NodeJS.ProcessEnv = {}, config = 'ray_clusters: []\n'): Promise<{ p: ChildProcess; base: string; out: () => string }> {
+  async function start(webConfig: string, extraEnv: NodeJS.ProcessEnv = {}, config = 'ray_clusters: []\n'): Promise<{ p: Proc; base: string; out: () => string }> {
     const wc = t.write('web.yml', webConfig);
     const cfg = t.write('cfg.yml', config);
-    const port = await freePort();
-    const p = spawn(process.execPath, [ensureBuilt(), `--config.file=${cfg}`, `--web.config.file=${wc}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=debug'], { env: { ...process.env, ...extraEnv } });
-    let out = '';
-    p.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    return { p, base: `https://127.0.0.1:${port}`, out: () => out };
+    // Not waiting for readiness here: the listener speaks TLS; each test waits for it through a TLS client.
+    const ex = await spawnExporter({ name: 'web-security-exporter', config: { file: cfg }, env: extraEnv, args: [`--web.config.file=${wc}`], waitReady: false });
+    return { p: ex.proc, base: `https://${ex.instance}`, out: ex.proc.output };
   }
-  const stop = async (p: ChildProcess) => {
-    p.kill('SIGTERM');
-    await new Promise((r) => p.on('exit', r));
-  };
+  const stop = (p: Proc) => p.stop();
 
   it('serves every endpoint over TLS with basic auth; reload is POST-only and behind auth', async () => {
     const hash = bcrypt.hashSync('s3cret-pass', 4);

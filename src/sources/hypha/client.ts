@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
+import { SourceError } from '../../util/errors';
 import { Secret } from '../../util/secret';
 import { connect, HyphaConnection, HyphaConnectOptions, HyphaLogger, silentLogger } from './connection';
-import { conciseMessage, HyphaError, isSignatureFailure, toHyphaError } from './errors';
+import { conciseMessage, fromHypha, isSignatureFailure } from './errors';
 import type { HyphaEvent, HyphaEventType } from './types';
 
 // Tests and the bench import these from here.
@@ -33,7 +34,7 @@ export interface HyphaClientListener {
   disconnected?(reason: string, generation: number): void;
   event?(e: HyphaEvent): void;
   /** A connection attempt failed (the client retries on its own). */
-  connectFailed?(err: HyphaError): void;
+  connectFailed?(err: SourceError): void;
 }
 
 /**
@@ -49,7 +50,7 @@ export class HyphaClient {
   #connects = 0;
   /** malformedTotal of the connections before #conn (their counts no longer move). */
   #malformedBefore = 0;
-  #lastError: HyphaError | undefined;
+  #lastError: SourceError | undefined;
   /** Digests of tokens this server accepted (never the tokens): a later signature failure of one means a new JWT secret. */
   readonly #accepted = new Set<string>();
   #loop: Promise<void> | undefined;
@@ -80,7 +81,7 @@ export class HyphaClient {
     return Math.max(0, this.#connects - 1);
   }
 
-  get lastError(): HyphaError | undefined {
+  get lastError(): SourceError | undefined {
     return this.#lastError;
   }
 
@@ -117,7 +118,7 @@ export class HyphaClient {
     return new Promise<HyphaConnection>((resolve, reject) => {
       const timer = setTimeout(() => {
         off();
-        reject(this.#lastError ?? new HyphaError('timeout', 'connect', `not connected after ${timeoutMs} ms`));
+        reject(this.#lastError ?? new SourceError('timeout', `not connected after ${timeoutMs} ms`, 'connect'));
       }, timeoutMs);
       const off = this.on({
         connected: (conn) => {
@@ -208,7 +209,7 @@ export class HyphaClient {
         this.#adopt(conn);
         return;
       } catch (e) {
-        const err = this.#explain(toHyphaError(e, 'connect', [configured, token]), token);
+        const err = this.#explain(fromHypha(e, 'connect', [configured, token]), token);
         this.#lastError = err;
         if (!this.#isStopped()) this.#state = 'down';
         this.#emit((l) => l.connectFailed?.(err));
@@ -236,9 +237,9 @@ export class HyphaClient {
    * which Hypha does at every start unless HYPHA_JWT_SECRET or JWT_SECRET is set (hypha/core/auth.py).
    * Every token the old process issued is then invalid, not only this one.
    */
-  #explain(err: HyphaError, token: Secret | undefined): HyphaError {
+  #explain(err: SourceError, token: Secret | undefined): SourceError {
     if (err.kind !== 'auth' || !token || !this.#accepted.has(digest(token)) || !isSignatureFailure(err.message)) return err;
-    return new HyphaError('auth_secret_changed', err.op, `${err.message} (${AUTH_SECRET_CHANGED_TEXT})`);
+    return new SourceError('auth_secret_changed', `${err.message} (${AUTH_SECRET_CHANGED_TEXT})`, err.op);
   }
 
   #adopt(conn: HyphaConnection): void {

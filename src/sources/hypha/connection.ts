@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
-import { withTimeout } from '../../util/errors';
+import { SourceError, SourceErrorKind, withTimeout } from '../../util/errors';
 import { Secret } from '../../util/secret';
-import { classify, conciseMessage, HyphaError, HyphaErrorKind, toHyphaError } from './errors';
-import { openSession, RawHandler, RawMethod, RawSession } from './shim';
+import { classify, conciseMessage, fromHypha } from './errors';
+import { openSession, RawHandler, RawSession } from './shim';
 import {
   ConnectionInfo,
   HyphaEvent,
@@ -52,21 +52,12 @@ interface ServiceCallOptions extends CallOptions {
   kwargs?: Record<string, unknown>;
 }
 
-interface GetServiceOptions extends CallOptions {
+interface ServiceInfoOptions extends CallOptions {
   /** Hypha's selection mode when several providers match ("random", "first", "last", "exact", ...). */
   mode?: string;
 }
 
-/** A service proxy resolved on one connection generation. */
-interface RemoteService extends Pick<ServiceInfo, 'id' | 'workspace' | 'clientId' | 'serviceId' | 'name' | 'type'> {
-  /** Callable method names (top level). */
-  methods: readonly string[];
-  /** Generation of the connection it was resolved on; it stops working when that connection is gone. */
-  generation: number;
-  call(method: string, args?: readonly unknown[], opts?: ServiceCallOptions): Promise<unknown>;
-}
-
-type TroubleListener = (kind: HyphaErrorKind, op: string, message: string) => void;
+type TroubleListener = (kind: SourceErrorKind, op: string, message: string) => void;
 
 function withKwargs(args: readonly unknown[], kwargs: Record<string, unknown> | undefined): unknown[] {
   return kwargs ? [...args, { ...kwargs, _rkwargs: true }] : [...args];
@@ -151,45 +142,17 @@ export class HyphaConnection {
   async listServices(query?: ListServicesQuery | string, opts?: CallOptions): Promise<ServiceInfo[]> {
     const raw = await this.#call('listServices', () => this.session.listServices(query), opts);
     const parsed = parseServiceList(raw);
-    if (!parsed) throw new HyphaError('schema', 'listServices', 'listServices: result is not a list');
+    if (!parsed) throw new SourceError('schema', 'listServices: result is not a list', 'listServices');
     this.#malformedTotal += parsed.malformed;
     return parsed.services;
   }
 
   /** Registry entry of one service; rejects with kind `not_found` when absent. */
-  async getServiceInfo(id: string, opts?: GetServiceOptions): Promise<ServiceInfo> {
+  async getServiceInfo(id: string, opts?: ServiceInfoOptions): Promise<ServiceInfo> {
     const raw = await this.#call('getServiceInfo', () => this.session.getServiceInfo(id, opts?.mode), opts);
     const info = parseServiceInfo(raw);
-    if (!info) throw new HyphaError('schema', 'getServiceInfo', 'getServiceInfo: result has no valid id');
+    if (!info) throw new SourceError('schema', 'getServiceInfo: result has no valid id', 'getServiceInfo');
     return info;
-  }
-
-  /** Resolves a service (any id form Hypha accepts) into a callable proxy bound to this connection. */
-  async getService(id: string, opts?: GetServiceOptions): Promise<RemoteService> {
-    const timeoutMs = opts?.timeoutMs ?? this.callTimeoutMs;
-    const timeoutS = Math.max(1, Math.ceil(timeoutMs / 1000));
-    const raw = await this.#call('getService', () => this.session.getService(id, timeoutS, opts?.mode), { timeoutMs });
-    if (raw === null || typeof raw !== 'object') throw new HyphaError('schema', 'getService', 'getService: result is not an object');
-    const obj = raw as Record<string, unknown>;
-    const fullId = typeof obj.id === 'string' ? obj.id : '';
-    const ids = parseServiceId(fullId);
-    if (!ids) throw new HyphaError('schema', 'getService', 'getService: result has no valid id');
-    const methods = new Map<string, RawMethod>();
-    for (const [k, v] of Object.entries(obj)) if (typeof v === 'function') methods.set(k, v as RawMethod);
-    const call = (method: string, args: readonly unknown[] = [], o?: ServiceCallOptions): Promise<unknown> => {
-      const fn = methods.get(method);
-      if (!fn) return Promise.reject(new HyphaError('not_found', `${ids.serviceId}.${method}`, `method ${method} not found on ${fullId}`));
-      return this.#call(`${ids.serviceId}.${method}`, () => fn(...withKwargs(args, o?.kwargs)), o, false);
-    };
-    return {
-      id: `${ids.workspace}/${ids.clientId}:${ids.serviceId}`,
-      ...ids,
-      name: typeof obj.name === 'string' ? obj.name : undefined,
-      type: typeof obj.type === 'string' ? obj.type : undefined,
-      methods: [...methods.keys()],
-      generation: this.generation,
-      call,
-    };
   }
 
   /**
@@ -200,7 +163,7 @@ export class HyphaConnection {
    */
   async callDirect(fullServiceId: string, method: string, args: readonly unknown[] = [], opts?: ServiceCallOptions): Promise<unknown> {
     const ids = parseServiceId(fullServiceId);
-    if (!ids) throw new HyphaError('schema', 'callDirect', `not a full service id: ${fullServiceId}`);
+    if (!ids) throw new SourceError('schema', `not a full service id: ${fullServiceId}`, 'callDirect');
     const fn = this.session.remoteMethod(ids.workspace, ids.clientId, ids.serviceId, method);
     return this.#call(`${ids.serviceId}.${method}`, () => fn(...withKwargs(args, opts?.kwargs)), opts, false);
   }
@@ -262,17 +225,17 @@ export class HyphaConnection {
     this.session.ping();
   }
 
-  #trouble(kind: HyphaErrorKind, op: string, message: string): void {
+  #trouble(kind: SourceErrorKind, op: string, message: string): void {
     for (const l of [...this.#troubleListeners]) l(kind, op, message);
   }
 
   async #call<T>(op: string, fn: () => Promise<T>, opts?: CallOptions, managerCall = true): Promise<T> {
-    if (!this.#open) throw new HyphaError('never_sent', op, `${op}: connection is closed (${this.#closeReason})`);
+    if (!this.#open) throw new SourceError('never_sent', `${op}: connection is closed (${this.#closeReason})`, op);
     const ms = opts?.timeoutMs ?? this.callTimeoutMs;
     try {
       return await withTimeout(fn(), ms, op);
     } catch (e) {
-      const err = toHyphaError(e, op, this.secrets);
+      const err = fromHypha(e, op, this.secrets);
       // A timeout on a provider's method says nothing about the connection; on
       // the manager it does. A not-found aimed at the manager means the server
       // id changed under us.
@@ -286,7 +249,7 @@ export class HyphaConnection {
 
 let generationSeq = 0;
 
-/** Opens one connection. Rejects with a HyphaError of kind connect, auth or timeout. */
+/** Opens one connection. Rejects with a SourceError of kind connect, auth or timeout. */
 export async function connect(opts: HyphaConnectOptions & { generation?: number }): Promise<HyphaConnection> {
   const log = opts.logger ?? silentLogger;
   const secrets = [opts.token];
@@ -305,13 +268,13 @@ export async function connect(opts: HyphaConnectOptions & { generation?: number 
     });
   } catch (e) {
     const kind = classify(e);
-    throw new HyphaError(kind === 'auth' || kind === 'timeout' ? kind : 'connect', 'connect', `connect: ${conciseMessage(e, secrets)}`);
+    throw new SourceError(kind === 'auth' || kind === 'timeout' ? kind : 'connect', `connect: ${conciseMessage(e, secrets)}`, 'connect');
   }
   const info = parseConnectionInfo(session.config);
   if (!info) {
     await session.disconnect().catch(() => undefined);
     session.terminate();
-    throw new HyphaError('connect', 'connect', 'connect: unexpected connection info');
+    throw new SourceError('connect', 'connect: unexpected connection info', 'connect');
   }
   return new HyphaConnection(
     opts.generation ?? ++generationSeq,

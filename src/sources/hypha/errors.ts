@@ -1,46 +1,9 @@
-import type { SampleErrorReason } from '../../snapshot/types';
-import { errorMessage } from '../../util/errors';
+import { errorMessage, SourceError, SourceErrorKind } from '../../util/errors';
 import { scrub, Secret } from '../../util/secret';
 
-/**
- * What went wrong talking to Hypha. The classes follow what a caller can do
- * about it: `never_sent` is provably harmless to retry, `timeout` may have
- * executed, `not_found` means the addressed service or client is gone.
- */
-export type HyphaErrorKind =
-  | 'timeout' // our own deadline, or hypha-rpc's "Method call timed out"
-  | 'connect' // no websocket / handshake to the server
-  | 'auth' // token rejected, workspace mismatch or not accessible, permission denied
-  | 'auth_secret_changed' // a token this server accepted before now fails its signature check (set by HyphaClient, never by classify)
-  | 'not_found' // "Service not found", target peer/client not connected
-  | 'never_sent' // failed to send: the connection is closed or reconnecting
-  | 'connection_lost' // the connection went away while the call was in flight (it may have run)
-  | 'schema' // the answer did not have the shape we need
-  | 'remote'; // any other error raised by the remote side
-
-export class HyphaError extends Error {
-  constructor(
-    readonly kind: HyphaErrorKind,
-    /** What we were doing ("listServices", "connect", ...). */
-    readonly op: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'HyphaError';
-  }
-}
-
-/** Label value for hypha_serve_source_errors_total. */
-export function sampleReason(kind: HyphaErrorKind): SampleErrorReason {
-  switch (kind) {
-    case 'timeout': return 'timeout';
-    case 'connect': return 'connect';
-    case 'auth': return 'auth';
-    case 'auth_secret_changed': return 'auth_secret_changed';
-    case 'schema': return 'schema';
-    default: return 'rpc';
-  }
-}
+// Hypha failures are SourceErrors. Their kinds follow what a caller can do about them: `never_sent`
+// is provably harmless to retry, `timeout` may have executed, `not_found` means the addressed
+// service or client is gone (src/util/errors.ts lists every kind).
 
 const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+/g;
 
@@ -66,25 +29,34 @@ export function conciseMessage(e: unknown, secrets: readonly (Secret | undefined
   return text.length > 500 ? `${text.slice(0, 497)}...` : text;
 }
 
-/** Classifies an error thrown by hypha-rpc (or by our own deadline). */
-export function classify(e: unknown): HyphaErrorKind {
-  if (e instanceof HyphaError) return e.kind;
+/**
+ * hypha-rpc 0.21.40's untyped errors by their text: its own (src/rpc.js, src/websocket-client.js) and the Hypha
+ * server's exceptions it passes on (RemoteError: ..., hypha/core/auth.py, hypha/core/workspace.py). The first match wins.
+ */
+const UNTYPED: readonly (readonly [RegExp, SourceErrorKind])[] = [
+  [/Authentication error|Failed to authenticate|does not match the specified workspace|does not exist or is not accessible/i, 'auth'],
+  [/PermissionError|Permission denied|Access denied|Invalid token|token has expired|ExpiredSignature/i, 'auth'],
+  [/Method call timed out|Timeout Error|TimeoutError/i, 'timeout'],
+  [/Service not found|is not connected|Client disconnected|peer_not_found|Method not found|Session not found|Method expired/i, 'not_found'],
+  [/RPC connection closed|Connection lost:/i, 'connection_lost'],
+  [/Failed to send the request|Connection is closed|WebSocket connection error/i, 'never_sent'],
+  [/ConnectionAbortedError: WebSocket closed/i, 'never_sent'],
+];
+
+/** The kind of a failed Hypha call: a SourceError's own kind, else what hypha-rpc's text says (`remote` when it says nothing known). */
+export function classify(e: unknown): SourceErrorKind {
+  if (e instanceof SourceError) return e.kind;
   const msg = errorMessage(e);
-  if (/Authentication error|Failed to authenticate|does not match the specified workspace|does not exist or is not accessible|PermissionError|Permission denied|Access denied|Invalid token|token has expired|ExpiredSignature/i.test(msg)) {
-    return 'auth';
-  }
-  if (/Method call timed out|Timeout Error|timed out after|TimeoutError/i.test(msg)) return 'timeout';
-  if (/Service not found|is not connected|Client disconnected|peer_not_found|Method not found|Session not found|Method expired/i.test(msg)) return 'not_found';
-  if (/RPC connection closed|Connection lost:/i.test(msg)) return 'connection_lost';
-  if (/Failed to send the request|Connection is closed|WebSocket connection error|reconnection timed out|ConnectionAbortedError: WebSocket closed/i.test(msg)) {
-    return 'never_sent';
-  }
-  return 'remote';
+  return UNTYPED.find(([re]) => re.test(msg))?.[1] ?? 'remote';
 }
 
-export function toHyphaError(e: unknown, op: string, secrets: readonly (Secret | undefined)[] = []): HyphaError {
-  if (e instanceof HyphaError) return e;
-  return new HyphaError(classify(e), op, `${op}: ${conciseMessage(e, secrets)}`);
+/**
+ * The failure of Hypha operation `op`, as a SourceError whose message starts with the op and holds no secret.
+ * One already attributed to an op is passed on as it is.
+ */
+export function fromHypha(e: unknown, op: string, secrets: readonly (Secret | undefined)[] = []): SourceError {
+  if (e instanceof SourceError && e.op !== undefined) return e;
+  return new SourceError(classify(e), `${op}: ${conciseMessage(e, secrets)}`, op);
 }
 
 /**

@@ -3,7 +3,7 @@
 // hypha/core/store.py), and its built-in services (the artifact manager among them) are provided by
 // client `<server_id>`. A server that comes back under another id therefore never serves the old
 // client id again: a proxy cached to it is stuck for good (incident 2).
-import type { ServerIdFacts } from '../../snapshot/hypha';
+import type { ServerIdFacts } from '../../snapshot/restored';
 
 /** Replaced ids kept: enough for a few restarts while a holder's stale id is judged. */
 const MAX_REPLACED = 8;

@@ -1,6 +1,6 @@
 import { hyphaWebsocketClient } from 'hypha-rpc';
 import WebSocket from 'ws';
-import { withTimeout } from '../../util/errors';
+import { SourceError, withTimeout } from '../../util/errors';
 import type { ListServicesQuery } from './types';
 
 // The only file that touches npm hypha-rpc@0.21.40 and its websocket. The
@@ -28,7 +28,6 @@ interface RawServer {
   rpc: RawRpc;
   listServices(query?: unknown): Promise<unknown>;
   getServiceInfo(id: string, config?: unknown): Promise<unknown>;
-  getService(id: string, config?: unknown): Promise<unknown>;
   subscribe(events: string[]): Promise<unknown>;
   on(event: string, handler: RawHandler): void;
   off(event: string, handler?: RawHandler): void;
@@ -121,13 +120,6 @@ export class RawSession {
     return this.server.getServiceInfo(id, mode ? { mode } : undefined);
   }
 
-  /** `timeoutS` bounds the server-side lookup, which otherwise waits 10 s on its own. */
-  getService(id: string, timeoutS: number, mode?: string): Promise<unknown> {
-    const cfg: Record<string, unknown> = { timeout: timeoutS };
-    if (mode) cfg.mode = mode;
-    return this.server.getService(id, cfg);
-  }
-
   /**
    * A method at an explicit provider, built the way a proxy's methods are,
    * without asking the server to resolve the service first.
@@ -184,7 +176,7 @@ export class RawSession {
   }
 }
 
-/** Connects; rejects with hypha-rpc's error, or with a timeout after opts.timeoutMs. */
+/** Connects; rejects with hypha-rpc's error, or with a SourceError (a timeout after opts.timeoutMs, a socket closed at once). */
 export async function openSession(opts: RawOpenOptions): Promise<RawSession> {
   ensureWebSocketGlobal();
   const sockets: WebSocket[] = [];
@@ -230,7 +222,7 @@ export async function openSession(opts: RawOpenOptions): Promise<RawSession> {
   if (!socket) {
     await server.disconnect().catch(() => undefined);
     for (const s of sockets) s.terminate();
-    throw new Error('websocket closed right after the handshake');
+    throw new SourceError('connect', 'websocket closed right after the handshake');
   }
   return new RawSession(server, socket, sockets, closeHook);
 }

@@ -5,13 +5,15 @@ import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from './wor
 import type { HyphaServerSample } from '../../snapshot/hypha';
 import type { WorkerSample } from '../../snapshot/registration';
 import type { SnapshotStore } from '../../snapshot/store';
-import { serverIdKey } from '../../snapshot/restored';
-import { errorMessage } from '../../util/errors';
+import type { ServerIdFacts } from '../../snapshot/restored';
+import type { SourceHealth } from '../../snapshot/health';
+import { errorMessage, SourceError } from '../../util/errors';
 import { HealthBook } from '../health-book';
 import { ServerIdWatch } from './server-id';
 import { Poller, Source } from '../poller';
 import { HyphaClient, HyphaConnection } from './client';
-import { HyphaError, sampleReason, toHyphaError } from './errors';
+import { fromHypha } from './errors';
+import { sampleReason } from '../sample-reason';
 import { RegistryView } from './registry-view';
 import { parseServiceId } from '../../util/hypha-id';
 import type { HyphaEvent, HyphaEventType } from './types';
@@ -27,6 +29,22 @@ export interface HyphaSourceOptions {
   registration: HyphaRegistrationConfig;
 }
 
+/** What a Hypha source hands the source a reload restarts it as: its health, counters, workers and server-id facts. */
+export interface HyphaHandoff {
+  health: SourceHealth;
+  reconnectsTotal: number;
+  malformedTotal: number;
+  eventsTotal: Record<string, number>;
+  workers: WorkerSample[];
+  serverIds: ServerIdFacts;
+}
+
+/** What a Hypha source continues from: its predecessor's hand-over (a reload), or the facts saved before a restart. */
+export interface HyphaSourceStart {
+  previous?: HyphaHandoff;
+  restoredServerIds?: ServerIdFacts;
+}
+
 /** The workspaces to list each cycle, given the connection's own (the mappings decide; see setListing). */
 export type WorkspacesToList = (connectionWorkspace: string) => readonly string[];
 
@@ -36,7 +54,7 @@ export type WorkspacesToList = (connectionWorkspace: string) => readonly string[
  * between, and the BioEngine workers asked on their own, slower cycle. It publishes what it read
  * (Snapshot.hypha) and judges nothing: the registration stage joins it with the Ray part.
  */
-export class HyphaSource implements Source {
+export class HyphaSource implements Source<HyphaHandoff> {
   readonly kind = HYPHA_SOURCE_KIND;
   readonly #client: HyphaClient;
   readonly #poller: Poller;
@@ -62,14 +80,14 @@ export class HyphaSource implements Source {
     private readonly opts: HyphaSourceOptions,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
+    { previous, restoredServerIds }: HyphaSourceStart = {},
   ) {
     // A source restarted by a reload continues its predecessor's health and counters: a reload is not an outage.
-    const previous = store.get().hypha?.get(opts.server.name);
     this.#health = new HealthBook({
       kind: HYPHA_SOURCE_KIND, target: opts.server.name, intervalSeconds: opts.registration.intervalMs / 1000, previous: previous?.health,
       log, label: 'hypha', fields: { hypha: opts.server.name }, credential: opts.server.token,
     });
-    this.#serverIds = new ServerIdWatch(previous?.serverIds ?? store.get().restored?.serverIds.get(serverIdKey('hypha', opts.server.name)));
+    this.#serverIds = new ServerIdWatch(previous?.serverIds ?? restoredServerIds);
     if (previous) {
       this.#workers = previous.workers;
       this.#inherited = { reconnects: previous.reconnectsTotal, malformed: previous.malformedTotal };
@@ -124,6 +142,17 @@ export class HyphaSource implements Source {
     this.store.removeHyphaServer(this.target);
   }
 
+  handoff(): HyphaHandoff {
+    return {
+      health: this.#health.health,
+      reconnectsTotal: this.#client.reconnects + this.#inherited.reconnects,
+      malformedTotal: this.#client.malformedTotal + this.#inherited.malformed,
+      eventsTotal: { ...this.#eventsTotal },
+      workers: this.#workers,
+      serverIds: this.#serverIds.facts,
+    };
+  }
+
   async sampleNow(): Promise<void> {
     await this.#poller.runOnce();
   }
@@ -152,7 +181,7 @@ export class HyphaSource implements Source {
     this.#conn = undefined;
     this.#registry.invalidate();
     this.#listedSeconds = 0;
-    this.#recordFailure(new HyphaError('connect', 'connection', `connection lost: ${reason}`), undefined);
+    this.#recordFailure(new SourceError('connect', `connection lost: ${reason}`, 'connection'), undefined);
   }
 
   #onEvent(e: HyphaEvent): void {
@@ -176,7 +205,7 @@ export class HyphaSource implements Source {
     }
     if (!conn) {
       // Not connected: the client is retrying on its own; report why.
-      const err = this.#client.lastError ?? new HyphaError('timeout', 'connect', `no connection to Hypha within ${this.#connectTimeoutMs} ms`);
+      const err = this.#client.lastError ?? new SourceError('timeout', `no connection to Hypha within ${this.#connectTimeoutMs} ms`, 'connect');
       this.#recordFailure(err, started);
       return;
     }
@@ -188,7 +217,7 @@ export class HyphaSource implements Source {
           this.#registry.beginList(ws);
           try {
             const list = await conn.listServices({ workspace: ws }, { timeoutMs });
-            if (conn !== this.#conn) throw new HyphaError('never_sent', 'listServices', 'connection replaced during the listing');
+            if (conn !== this.#conn) throw new SourceError('never_sent', 'connection replaced during the listing', 'listServices');
             this.#registry.finishList(ws, list);
           } catch (e) {
             this.#registry.abortList(ws);
@@ -197,7 +226,7 @@ export class HyphaSource implements Source {
         }),
       );
     } catch (e) {
-      this.#recordFailure(toHyphaError(e, 'listServices', [this.opts.server.token]), started);
+      this.#recordFailure(fromHypha(e, 'listServices', [this.opts.server.token]), started);
       return;
     }
     // A workspace no longer asked for must not keep its last listing (a stale view of it).
@@ -212,7 +241,7 @@ export class HyphaSource implements Source {
     this.#publish();
   }
 
-  #recordFailure(err: HyphaError, started: number | undefined): void {
+  #recordFailure(err: SourceError, started: number | undefined): void {
     this.#health.failed(sampleReason(err.kind), err.message, started !== undefined ? (performance.now() - started) / 1000 : undefined);
     this.#publish();
   }
@@ -248,20 +277,20 @@ export class HyphaSource implements Source {
           // the registry connection look broken (a rebuild, and every registration withheld while it
           // settles). A call at the id only times out this worker.
           const status = parseWorkerStatus(await conn.callDirect(worker, 'get_status', [], { timeoutMs }));
-          if (!status) throw new HyphaError('schema', 'get_status', 'get_status: unexpected answer');
+          if (!status) throw new SourceError('schema', 'get_status: unexpected answer', 'get_status');
           let apps: WorkerSample['apps'] = [];
           let error: string | undefined;
           try {
             const parsed = parseWorkerApps(await conn.callDirect(worker, 'get_app_status', [], { timeoutMs, kwargs: { logs_tail: logsTail } }));
-            if (!parsed) throw new HyphaError('schema', 'get_app_status', 'get_app_status: unexpected answer');
+            if (!parsed) throw new SourceError('schema', 'get_app_status: unexpected answer', 'get_app_status');
             apps = parsed;
           } catch (e) {
             // Up but not telling (e.g. forbidden): the per-app series stay absent.
-            error = toHyphaError(e, 'get_app_status', secrets).message;
+            error = fromHypha(e, 'get_app_status', secrets).message;
           }
           return { ...base, clientId: status.clientId ?? base.clientId, up: true, apps, error, lastSuccessSeconds: Date.now() / 1000 };
         } catch (e) {
-          const error = toHyphaError(e, `worker ${worker}`, secrets).message;
+          const error = fromHypha(e, `worker ${worker}`, secrets).message;
           return { ...base, error, lastSuccessSeconds: previous.get(worker)?.lastSuccessSeconds };
         }
       }),
@@ -291,8 +320,6 @@ export class HyphaSource implements Source {
       serverId: conn?.info.serverId,
       serverIdChanged: this.#serverIds.facts.changed,
       previousServerId: this.#serverIds.facts.previous,
-      serverIds: this.#serverIds.facts,
-      hyphaVersion: conn?.info.hyphaVersion,
       listedSeconds: listed ? this.#listedSeconds : 0,
       connectionsListed: this.#connectionsListed,
       registry: listed ? this.#registry.snapshot() : new Map(),

@@ -3,7 +3,7 @@ import {
   REPLICA_STATES,
   ServeApp, ServeDeployment, ServeProxy,
 } from '../../snapshot/types';
-import { ReasonedError } from '../../util/errors';
+import { SourceError } from '../../util/errors';
 
 // Parses GET /api/serve/applications/ (ServeInstanceDetails). The controller
 // omits unset fields and the shape drifts across Ray 2.4x-2.60, so every field
@@ -35,18 +35,17 @@ export interface ParsedServe {
   malformed: string[];
 }
 
-export class MalformedEntry extends Error {}
-
+// A malformed entry throws a SourceError of kind schema; the caller skips and counts it.
 function parseDeployment(name: string, d: unknown): ServeDeployment {
-  if (!isRecord(d)) throw new MalformedEntry(`deployment ${name} is not an object`);
+  if (!isRecord(d)) throw new SourceError('schema', `deployment ${name} is not an object`);
   const status = optString(d.status);
-  if (status === undefined) throw new MalformedEntry(`deployment ${name} has no status`);
+  if (status === undefined) throw new SourceError('schema', `deployment ${name} has no status`);
   const replicas: Record<string, number> = Object.fromEntries(REPLICA_STATES.map((s) => [s, 0]));
   const list = d.replicas;
-  if (list !== undefined && !Array.isArray(list)) throw new MalformedEntry(`deployment ${name}: replicas is not a list`);
+  if (list !== undefined && !Array.isArray(list)) throw new SourceError('schema', `deployment ${name}: replicas is not a list`);
   for (const r of list ?? []) {
     const state = isRecord(r) ? optString(r.state) : undefined;
-    if (state === undefined) throw new MalformedEntry(`deployment ${name}: a replica has no state`);
+    if (state === undefined) throw new SourceError('schema', `deployment ${name}: a replica has no state`);
     replicas[state] = (replicas[state] ?? 0) + 1;
   }
   const cfg = isRecord(d.deployment_config) ? d.deployment_config : {};
@@ -89,16 +88,16 @@ function parseDeployment(name: string, d: unknown): ServeDeployment {
 }
 
 function parseApp(name: string, a: unknown, malformed: string[]): ServeApp {
-  if (!isRecord(a)) throw new MalformedEntry(`app ${name} is not an object`);
+  if (!isRecord(a)) throw new SourceError('schema', `app ${name} is not an object`);
   const status = optString(a.status);
-  if (status === undefined) throw new MalformedEntry(`app ${name} has no status`);
+  if (status === undefined) throw new SourceError('schema', `app ${name} has no status`);
   const deployments: ServeDeployment[] = [];
-  if (a.deployments !== undefined && !isRecord(a.deployments)) throw new MalformedEntry(`app ${name}: deployments is not an object`);
+  if (a.deployments !== undefined && !isRecord(a.deployments)) throw new SourceError('schema', `app ${name}: deployments is not an object`);
   for (const [dn, d] of Object.entries(a.deployments ?? {})) {
     try {
       deployments.push(parseDeployment(dn, d));
     } catch (e) {
-      if (!(e instanceof MalformedEntry)) throw e;
+      if (!(e instanceof SourceError && e.kind === 'schema')) throw e;
       malformed.push(`app ${name}: ${e.message}`);
     }
   }
@@ -117,22 +116,22 @@ function parseApp(name: string, a: unknown, malformed: string[]): ServeApp {
 }
 
 export function parseServeInstance(body: unknown): ParsedServe {
-  if (!isRecord(body)) throw new ReasonedError('schema', 'response is not a JSON object');
+  if (!isRecord(body)) throw new SourceError('schema', 'response is not a JSON object');
   const appsJson = body.applications;
   // Ray ~2.4 answered {host, port, application_details}; newer always has "applications".
   const appsObj = appsJson === undefined && isRecord(body.application_details) ? body.application_details : appsJson;
   if (appsObj === undefined || appsObj === null) {
     // The empty-Serve reply still has "applications": {}; a body without it is something else.
-    throw new ReasonedError('schema', 'response has no "applications" field');
+    throw new SourceError('schema', 'response has no "applications" field');
   }
-  if (!isRecord(appsObj)) throw new ReasonedError('schema', '"applications" is not an object');
+  if (!isRecord(appsObj)) throw new SourceError('schema', '"applications" is not an object');
   const malformed: string[] = [];
   const apps: ServeApp[] = [];
   for (const [name, a] of Object.entries(appsObj)) {
     try {
       apps.push(parseApp(name, a, malformed));
     } catch (e) {
-      if (!(e instanceof MalformedEntry)) throw e;
+      if (!(e instanceof SourceError && e.kind === 'schema')) throw e;
       malformed.push(e.message);
     }
   }

@@ -1,11 +1,12 @@
 import type { Logger } from '../../util/log';
 import type { RayClusterConfig } from '../../config/load';
 import { SnapshotStore } from '../../snapshot/store';
-import { RayClusterSample, SampleErrorReason, ServeProxy } from '../../snapshot/types';
-import { errorMessage, ReasonedError } from '../../util/errors';
+import { RayClusterSample, ServeProxy } from '../../snapshot/types';
+import { errorMessage, SourceError } from '../../util/errors';
 import { scrub } from '../../util/secret';
 import { HealthBook } from '../health-book';
 import { httpGet } from '../http-get';
+import { sampleReasonOf } from '../sample-reason';
 import { Poller, Source } from '../poller';
 import { parseServeInstance } from './parse';
 import { VERSION } from '../../util/version';
@@ -13,8 +14,11 @@ import { VERSION } from '../../util/version';
 const HEALTHZ_MAX_BYTES = 4096;
 const USER_AGENT = `hypha-serve-exporter/${VERSION}`;
 
+/** What a Ray source hands the source a reload restarts it as: what it last published (the cluster aside). */
+export type RayServeHandoff = Omit<RayClusterSample, 'cluster'>;
+
 /** Samples one Ray cluster's Serve REST API (and its proxies' /-/healthz) in the background. */
-export class RayServeSource implements Source {
+export class RayServeSource implements Source<RayServeHandoff> {
   readonly kind = 'ray';
   readonly #poller: Poller;
   readonly #book: HealthBook;
@@ -23,21 +27,23 @@ export class RayServeSource implements Source {
   #stopped = false;
   /** The last request was refused (401/403): read the token file again before the next, even if it looks unchanged. */
   #refused = false;
-  /** What a predecessor (replaced by a reload) last published: served until this source's first sample. */
-  readonly #inherited: RayClusterSample | undefined;
+  /** The Serve state last published; a predecessor's (replaced by a reload) until this source's first sample. */
+  #state: RayClusterSample['state'];
 
+  /** `previous`: what the source this one replaces handed over (a reload is neither an outage nor a counter reset). */
   constructor(
     private readonly cfg: RayClusterConfig,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
+    previous?: RayServeHandoff,
   ) {
-    this.#inherited = store.get().ray.get(cfg.name);
     this.#book = new HealthBook({
-      kind: 'ray', target: cfg.name, intervalSeconds: cfg.intervalMs / 1000, previous: this.#inherited?.health,
+      kind: 'ray', target: cfg.name, intervalSeconds: cfg.intervalMs / 1000, previous: previous?.health,
       log, label: 'ray', fields: { cluster: cfg.name }, credential: cfg.token,
     });
-    this.#appsDroppedTotal = this.#inherited?.appsDroppedTotal ?? 0;
-    this.#malformedTotal = this.#inherited?.malformedTotal ?? 0;
+    this.#state = previous?.state;
+    this.#appsDroppedTotal = previous?.appsDroppedTotal ?? 0;
+    this.#malformedTotal = previous?.malformedTotal ?? 0;
     this.#poller = new Poller(cfg.intervalMs, () => this.#sample(), (e) => this.log.error({ err: errorMessage(e) }, 'ray sampler bug'));
   }
 
@@ -46,7 +52,7 @@ export class RayServeSource implements Source {
   }
 
   start(): void {
-    this.#publish(this.#inherited?.state);
+    this.#publish(this.#state);
     this.#poller.start();
   }
 
@@ -82,15 +88,15 @@ export class RayServeSource implements Source {
     try {
       const res = await httpGet(url, { timeoutMs: this.cfg.timeoutMs, maxBytes: this.cfg.maxResponseBytes, headers });
       this.#refused = res.status === 401 || res.status === 403;
-      if (this.#refused) throw new ReasonedError<SampleErrorReason>('auth', `HTTP ${res.status} from the Serve API`);
+      if (this.#refused) throw new SourceError('auth', `HTTP ${res.status} from the Serve API`);
       if (res.status !== 200) {
-        throw new ReasonedError<SampleErrorReason>('http_status', `HTTP ${res.status} from the Serve API: ${res.body.slice(0, 200)}`);
+        throw new SourceError('http_status', `HTTP ${res.status} from the Serve API: ${res.body.slice(0, 200)}`);
       }
       let json: unknown;
       try {
         json = JSON.parse(res.body);
       } catch (e) {
-        throw new ReasonedError<SampleErrorReason>('bad_json', `invalid JSON from the Serve API: ${errorMessage(e)}`);
+        throw new SourceError('bad_json', `invalid JSON from the Serve API: ${errorMessage(e)}`);
       }
       const parsed = parseServeInstance(json);
       if (parsed.malformed.length > 0) {
@@ -110,7 +116,7 @@ export class RayServeSource implements Source {
       this.#book.succeeded((performance.now() - started) / 1000, { apps: apps.length });
       this.#publish({ apps, proxies, appsDropped: dropped, requestedSeconds });
     } catch (e) {
-      const reason: SampleErrorReason = e instanceof ReasonedError ? (e.reason as SampleErrorReason) : 'other';
+      const reason = sampleReasonOf(e);
       const message = scrub(errorMessage(e), this.cfg.token ? [this.cfg.token] : []);
       this.#book.failed(reason, message, (performance.now() - started) / 1000);
       this.#publish(undefined);
@@ -133,8 +139,13 @@ export class RayServeSource implements Source {
     );
   }
 
+  handoff(): RayServeHandoff {
+    return { health: this.#book.health, state: this.#state, appsDroppedTotal: this.#appsDroppedTotal, malformedTotal: this.#malformedTotal };
+  }
+
   #publish(state: RayClusterSample['state']): void {
     if (this.#stopped) return;
+    this.#state = state;
     this.store.setRayCluster({
       cluster: this.cfg.name,
       health: this.#book.health,

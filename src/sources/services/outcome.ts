@@ -1,5 +1,5 @@
 import type { CallOutcome } from '../../snapshot/services';
-import type { HyphaErrorKind } from '../hypha/errors';
+import type { SourceErrorKind } from '../../util/errors';
 
 /**
  * Outcome class of a failed probe, split by what it says about the handle:
@@ -7,16 +7,26 @@ import type { HyphaErrorKind } from '../hypha/errors';
  * `timeout` and `not_found` may have reached a provider or addressed one that
  * is gone, which is what a stale handle looks like; anything else the far end
  * said is an application `error`, which is not evidence that the handle is stale.
+ * A table over every kind, so that the compiler rejects a kind without an outcome.
  */
-export function outcomeOf(kind: HyphaErrorKind): CallOutcome {
-  switch (kind) {
-    case 'timeout': return 'timeout';
-    case 'not_found': return 'not_found';
-    case 'never_sent':
-    case 'connect':
-      return 'never_sent';
-    default:
-      // connection_lost (the call may have run), auth, schema, remote.
-      return 'error';
-  }
+const OUTCOMES: Readonly<Record<SourceErrorKind, Exclude<CallOutcome, 'ok'>>> = {
+  timeout: 'timeout',
+  not_found: 'not_found',
+  never_sent: 'never_sent',
+  connect: 'never_sent',
+  // The call may have run.
+  connection_lost: 'error',
+  auth: 'error',
+  auth_secret_changed: 'error',
+  schema: 'error',
+  remote: 'error',
+  // Not raised by a Hypha call (HTTP sources); an error all the same.
+  http_status: 'error',
+  too_large: 'error',
+  bad_json: 'error',
+  other: 'error',
+};
+
+export function outcomeOf(kind: SourceErrorKind): CallOutcome {
+  return OUTCOMES[kind];
 }

@@ -1,18 +1,19 @@
 import type { Logger } from '../../util/log';
 import type { HolderConfig, ProbeCall, WatchedServiceConfig } from '../../config/services-schema';
 import type { SnapshotStore } from '../../snapshot/store';
-import { serverIdKey } from '../../snapshot/restored';
-import { HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
-import type { SampleErrorReason } from '../../snapshot/types';
-import { errorMessage } from '../../util/errors';
+import type { ServerIdFacts } from '../../snapshot/restored';
+import type { SourceHealth } from '../../snapshot/health';
+import { CanaryRecord, HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
+import { errorMessage, SourceError } from '../../util/errors';
 import { HealthBook } from '../health-book';
 import { HyphaClient, HyphaConnectOptions, HyphaConnection } from '../hypha/client';
-import { HyphaError, sampleReason, toHyphaError } from '../hypha/errors';
+import { fromHypha } from '../hypha/errors';
+import { sampleReason } from '../sample-reason';
 import { ServerIdWatch } from '../hypha/server-id';
 import { Poller, Source } from '../poller';
 import { readHeldClientId } from './holder-field';
 import { outcomeOf } from './outcome';
-import { CycleEvents, HolderReading, HolderSpec, Resolved, WatchState } from './state';
+import { CycleEvents, HolderReading, HolderSpec, Resolved, WatchHandoff, WatchState } from './state';
 
 /** Where the watched services are looked up: one Hypha server, as the exporter's identity there. */
 export interface WatchedServicesConnection {
@@ -27,6 +28,20 @@ export interface WatchedServicesConnection {
 // registry connection and are not affected by this one.
 export const SERVICE_SOURCE_KIND = 'hypha_service' as const;
 
+/** What a watched-service source hands the source a reload restarts it as: health, the watch state, server-id facts. */
+export interface WatchedServiceHandoff {
+  health: SourceHealth;
+  /** As published: while down, no probe result or holder reading is current and none is handed over. */
+  watch: WatchHandoff;
+  serverIds: ServerIdFacts;
+}
+
+/** What a watched-service source continues from: its predecessor's hand-over (a reload), or what was saved before a restart. */
+export interface WatchedServiceStart {
+  previous?: WatchedServiceHandoff;
+  restored?: { witness?: CanaryRecord; serverIds?: ServerIdFacts };
+}
+
 /** At most this many other live providers are tried when the first fresh call fails. */
 const MAX_FRESH_RETRIES = 3;
 
@@ -38,7 +53,7 @@ const MAX_FRESH_RETRIES = 3;
  * configured holders report and probe through holders' cached proxies.
  * Everything is bounded by per-call timeouts; nothing here runs on a scrape.
  */
-export class WatchedServiceSource implements Source {
+export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
   readonly kind = SERVICE_SOURCE_KIND;
   readonly #client: HyphaClient;
   readonly #poller: Poller;
@@ -60,22 +75,21 @@ export class WatchedServiceSource implements Source {
     private readonly conn: WatchedServicesConnection,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
+    { previous, restored }: WatchedServiceStart = {},
   ) {
     // A source restarted by a reload continues its predecessor: health and counters,
     // histograms, and above all the witness (a reload is not evidence that clients recovered).
-    const prev = store.get().services?.get(cfg.service);
-    this.#continued = prev !== undefined;
+    this.#continued = previous !== undefined;
     this.#book = new HealthBook({
-      kind: SERVICE_SOURCE_KIND, target: cfg.service, intervalSeconds: cfg.intervalMs / 1000, previous: prev?.health,
+      kind: SERVICE_SOURCE_KIND, target: cfg.service, intervalSeconds: cfg.intervalMs / 1000, previous: previous?.health,
       log, label: 'watched-service', fields: { service: cfg.service, hypha: conn.name }, credential: conn.options.token,
     });
-    if (prev?.health.up) {
-      for (const p of Object.values(prev.lastProbes)) this.#lastOutcome[p.via] = p.outcome;
-      this.#lastResolved = { clientId: prev.resolvedClientId, error: prev.resolveError };
+    if (previous?.health.up) {
+      for (const p of Object.values(previous.watch.lastProbes)) this.#lastOutcome[p.via] = p.outcome;
     }
-    this.#serverIds = new ServerIdWatch(prev?.serverIds ?? store.get().restored?.serverIds.get(serverIdKey('service', cfg.service)));
+    this.#serverIds = new ServerIdWatch(previous?.serverIds ?? restored?.serverIds);
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
-    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, prev, store.get().restored?.witnesses.get(cfg.service));
+    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, previous?.watch, restored?.witness);
     this.#client = new HyphaClient({
       ...conn.options,
       callTimeoutMs: cfg.timeoutMs,
@@ -114,6 +128,16 @@ export class WatchedServiceSource implements Source {
 
   forget(): void {
     this.store.removeService(this.cfg.service);
+  }
+
+  handoff(): WatchedServiceHandoff {
+    const up = this.#book.up;
+    const watch = this.#state.handoff();
+    return {
+      health: this.#book.health,
+      watch: { ...watch, lastProbes: up ? currentProbes(watch.lastProbes, this.#upSinceSeconds) : {}, holders: up ? watch.holders : [] },
+      serverIds: this.#serverIds.facts,
+    };
   }
 
   sampleNow(): Promise<void> {
@@ -155,13 +179,13 @@ export class WatchedServiceSource implements Source {
     // provider, and its timeout on a dead-but-listed provider is taken by the connection as
     // the manager not answering, which rebuilds the connection and fails the cached probe too.
     let resolved: Resolved | undefined;
-    let resolveError: HyphaError | undefined;
+    let resolveError: SourceError | undefined;
     const t0 = performance.now();
     try {
       const info = await conn.getServiceInfo(this.cfg.service, { mode: this.cfg.resolveMode, timeoutMs });
       resolved = { fullId: info.id, clientId: info.clientId };
     } catch (e) {
-      resolveError = toHyphaError(e, 'getServiceInfo', this.#secrets());
+      resolveError = fromHypha(e, 'getServiceInfo', this.#secrets());
     }
     const resolveSeconds = (performance.now() - t0) / 1000;
     if (this.#state.adoptCanaryIfNone(resolved, nowSeconds)) {
@@ -289,7 +313,7 @@ export class WatchedServiceSource implements Source {
       return { via, method, outcome: 'ok', seconds: (performance.now() - t0) / 1000, target, atSeconds: Date.now() / 1000 };
     } catch (e) {
       const seconds = (performance.now() - t0) / 1000;
-      const err = toHyphaError(e, `${via} ${method}`, this.#secrets());
+      const err = fromHypha(e, `${via} ${method}`, this.#secrets());
       return { via, method, outcome: outcomeOf(err.kind), seconds, target, error: err.message, atSeconds: Date.now() / 1000 };
     }
   }
@@ -306,7 +330,7 @@ export class WatchedServiceSource implements Source {
       }
       return { name: h.name, clientId };
     } catch (e) {
-      return { name: h.name, error: toHyphaError(e, `holder ${h.name}`, this.#secrets()).message };
+      return { name: h.name, error: fromHypha(e, `holder ${h.name}`, this.#secrets()).message };
     }
   }
 
@@ -324,7 +348,7 @@ export class WatchedServiceSource implements Source {
     try {
       target = (await conn.getServiceInfo(p.service, { timeoutMs: this.cfg.timeoutMs })).id;
     } catch (e) {
-      const err = toHyphaError(e, `holder ${h.name}`, this.#secrets());
+      const err = fromHypha(e, `holder ${h.name}`, this.#secrets());
       return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t0) / 1000, error: `resolving ${p.service}: ${err.message}`, atSeconds: Date.now() / 1000 };
     }
     const t1 = performance.now();
@@ -332,16 +356,15 @@ export class WatchedServiceSource implements Source {
       await conn.callDirect(target, p.method, p.args, { kwargs: kwargsOf(p.kwargs), timeoutMs: p.timeoutMs });
       return { holder: h.name, method: p.method, outcome: 'ok', seconds: (performance.now() - t1) / 1000, atSeconds: Date.now() / 1000 };
     } catch (e) {
-      const err = toHyphaError(e, `holder ${h.name} ${p.method}`, this.#secrets());
+      const err = fromHypha(e, `holder ${h.name} ${p.method}`, this.#secrets());
       const seconds = (performance.now() - t1) / 1000;
       return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds, error: err.message, atSeconds: Date.now() / 1000 };
     }
   }
 
   #fail(e: unknown, started: number): void {
-    const err = toHyphaError(e, 'sample', this.#secrets());
-    const reason: SampleErrorReason = sampleReason(err.kind);
-    this.#book.failed(reason, err.message, (performance.now() - started) / 1000);
+    const err = fromHypha(e, 'sample', this.#secrets());
+    this.#book.failed(sampleReason(err.kind), err.message, (performance.now() - started) / 1000);
     this.#publish();
   }
 
@@ -376,7 +399,6 @@ export class WatchedServiceSource implements Source {
       witnessMaxSeconds: this.cfg.canary.witnessMaxMs === undefined ? undefined : this.cfg.canary.witnessMaxMs / 1000,
       witnessReleasesTotal: st.releasesTotal,
       holderProbes: st.holderProbes,
-      serverIds: this.#serverIds.facts,
     };
     this.store.setService(this.cfg.service, sample);
   }

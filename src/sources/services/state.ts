@@ -11,7 +11,6 @@ import {
   observe,
   ProbeResult,
   ProbeVia,
-  WatchedServiceSample,
   WitnessReleaseReason,
 } from '../../snapshot/services';
 
@@ -95,6 +94,29 @@ export interface CycleEvents {
   witnessReleased?: WitnessRelease;
 }
 
+/** A holder's last reading that named an id, with its stale spell. */
+export interface HeldId {
+  name: string;
+  clientId: string;
+  sinceSeconds?: number;
+  staleSinceSeconds?: number;
+}
+
+/** What a WatchState continues from when a reload restarts its source (see WatchState.handoff). */
+export interface WatchHandoff {
+  /** The last provider set that could be listed. */
+  providers?: string[];
+  changesTotal: number;
+  lastChangeSeconds?: number;
+  reresolvesTotal: number;
+  releasesTotal: Partial<Record<WitnessReleaseReason, number>>;
+  canary?: Canary;
+  calls: CallSeries[];
+  lastProbes: Partial<Record<ProbeVia, ProbeResult>>;
+  holders: HeldId[];
+  holderProbes: HolderProbeResult[];
+}
+
 function key(method: string, via: CallVia, outcome: string, holder = ''): string {
   return `${method}\u0000${via}\u0000${outcome}\u0000${holder}`;
 }
@@ -126,8 +148,8 @@ export class WatchState {
     canary: CanaryOptions,
     probeMethod: string | undefined,
     private readonly holderSpecs: readonly HolderSpec[] = [],
-    /** The previous source's last sample (a reload): counters, histograms and the witness continue. */
-    seed?: WatchedServiceSample,
+    /** The previous source's hand-over (a reload): counters, histograms and the witness continue. */
+    seed?: WatchHandoff,
     /** A witness saved before an exporter restart (--storage.path): the page must not end with the process. */
     restoredWitness?: Canary,
   ) {
@@ -142,21 +164,22 @@ export class WatchState {
     else if (restoredWitness && canary.enabled) this.#canary = { ...restoredWitness };
   }
 
-  #continueFrom(seed: WatchedServiceSample): void {
-    this.#providers = seed.knownProviders ?? seed.providers;
-    this.#changesTotal = seed.clientIdChangesTotal;
+  #continueFrom(seed: WatchHandoff): void {
+    this.#providers = seed.providers;
+    this.#changesTotal = seed.changesTotal;
     this.#lastChangeSeconds = seed.lastChangeSeconds;
-    this.#reresolvesTotal = seed.canaryReresolvesTotal;
-    Object.assign(this.#releases, seed.witnessReleasesTotal ?? {});
+    this.#reresolvesTotal = seed.reresolvesTotal;
+    Object.assign(this.#releases, seed.releasesTotal);
     if (this.#canaryOpts.enabled && seed.canary) this.#canary = { ...seed.canary };
     for (const c of seed.calls) this.#calls.set(key(c.method, c.via, c.outcome, c.holder), c);
     Object.assign(this.#lastProbes, seed.lastProbes);
+    // Holders a reload removed from the config are not continued.
     const names = new Set(this.holderSpecs.map((h) => h.name));
-    for (const c of seed.cached) {
-      if (c.holder === CANARY_HOLDER || c.clientId === undefined || !names.has(c.holder)) continue;
-      this.#holders.push({ reading: { name: c.holder, clientId: c.clientId }, sinceSeconds: c.sinceSeconds, staleSinceSeconds: c.staleSinceSeconds });
+    for (const h of seed.holders) {
+      if (!names.has(h.name)) continue;
+      this.#holders.push({ reading: { name: h.name, clientId: h.clientId }, sinceSeconds: h.sinceSeconds, staleSinceSeconds: h.staleSinceSeconds });
     }
-    for (const p of seed.holderProbes ?? []) {
+    for (const p of seed.holderProbes) {
       const spec = this.holderSpecs.find((h) => h.name === p.holder);
       if (spec?.probeMethod === p.method) this.#holderProbes.set(p.holder, p);
     }
@@ -164,6 +187,27 @@ export class WatchState {
 
   get canary(): Canary | undefined {
     return this.#canary;
+  }
+
+  /** Everything a successor continues from (see the constructor's seed). */
+  handoff(): WatchHandoff {
+    const holders: HeldId[] = [];
+    for (const h of this.#holders) {
+      const clientId = h.reading.clientId;
+      if (clientId !== undefined) holders.push({ name: h.reading.name, clientId, sinceSeconds: h.sinceSeconds, staleSinceSeconds: h.staleSinceSeconds });
+    }
+    return {
+      providers: this.#providers,
+      changesTotal: this.#changesTotal,
+      lastChangeSeconds: this.#lastChangeSeconds,
+      reresolvesTotal: this.#reresolvesTotal,
+      releasesTotal: this.releasesTotal,
+      canary: this.#canary,
+      calls: this.calls,
+      lastProbes: this.lastProbes,
+      holders,
+      holderProbes: this.holderProbes,
+    };
   }
 
   /** Takes the first resolution as the canary ("resolved at start", as a worker does). */

@@ -151,7 +151,9 @@ export function statusPageClient(win: Window): void {
   function renderSummary(s: StatusV1): void {
     clear(summaryEl);
     const sum = s.summary;
-    summaryEl.appendChild(sum.problems === 0 ? badge('no problems', 'ok') : badge(`${sum.problems} problem${sum.problems === 1 ? '' : 's'}`, sum.critical > 0 ? 'critical' : 'warning'));
+    summaryEl.appendChild(sum.problems === 0
+      ? badge('no problems', 'ok')
+      : badge(`${sum.problems} problem${sum.problems === 1 ? '' : 's'}`, sum.critical > 0 ? 'critical' : 'warning'));
     summaryEl.appendChild(doc.createTextNode(` · ${sum.apps} app${sum.apps === 1 ? '' : 's'} · sources ${sum.sources_up} up, ${sum.sources_down} down`));
     if (!s.exporter.ready) summaryEl.appendChild(el('span', 'muted', ' · first sample in progress'));
     summaryEl.appendChild(el('span', 'muted', ` · data of `));
@@ -177,7 +179,9 @@ export function statusPageClient(win: Window): void {
   }
 
   function deploymentItem(d: DeploymentV1): HTMLElement {
-    const sev = ['HEALTHY', 'UPSCALING', 'DOWNSCALING'].includes(d.status) ? 'ok' : d.status === 'UPDATING' ? 'warning' : ['UNHEALTHY', 'DEPLOY_FAILED'].includes(d.status) ? 'critical' : 'unknown';
+    const sev = ['HEALTHY', 'UPSCALING', 'DOWNSCALING'].includes(d.status) ? 'ok'
+      : d.status === 'UPDATING' ? 'warning'
+        : ['UNHEALTHY', 'DEPLOY_FAILED'].includes(d.status) ? 'critical' : 'unknown';
     const counts = `running ${d.running}/${d.target ?? '?'}`;
     const bounds = d.min !== undefined || d.max !== undefined ? ` · min ${d.min ?? '?'} max ${d.max ?? '?'}` : '';
     const others = Object.entries(d.replicas).filter(([k, v]) => k !== 'RUNNING' && v > 0).map(([k, v]) => `${k.toLowerCase()} ${v}`).join(', ');
@@ -213,7 +217,9 @@ export function statusPageClient(win: Window): void {
 
   function appRow(a: AppV1, reg: boolean): HTMLElement {
     // Serve's own colour: a RUNNING app missing from Hypha keeps a green badge in a red row.
-    const serveSev = a.status === 'RUNNING' ? 'ok' : ['DEPLOY_FAILED', 'UNHEALTHY'].includes(a.status) ? 'critical' : ['DEPLOYING', 'NOT_STARTED', 'DELETING'].includes(a.status) ? 'warning' : 'unknown';
+    const serveSev = a.status === 'RUNNING' ? 'ok'
+      : ['DEPLOY_FAILED', 'UNHEALTHY'].includes(a.status) ? 'critical'
+        : ['DEPLOYING', 'NOT_STARTED', 'DELETING'].includes(a.status) ? 'warning' : 'unknown';
     const status = td('Serve status', badge(a.status, serveSev));
     const depProblems = a.problems.filter((p) => p.startsWith('deployment '));
     if (depProblems.length > 0) addTo(status, el('div', 'why', depProblems.join('; ')));
@@ -232,15 +238,19 @@ export function statusPageClient(win: Window): void {
       const r = a.registration;
       const w = a.worker_view;
       if (r) {
-        const sev = r.state === 'registered' ? (r.client_id_mismatch ? 'warning' : 'ok') : r.state.startsWith('missing') ? 'critical' : r.state === 'not_running' ? 'warning' : 'unknown';
+        const sev = r.state === 'registered' ? (r.client_id_mismatch ? 'warning' : 'ok')
+          : r.state.startsWith('missing') ? 'critical' : r.state === 'not_running' ? 'warning' : 'unknown';
         const regCell = td('Registration', badge(r.state, sev), el('div', 'why', r.cause));
         if (r.client_id) addTo(regCell, el('div', 'why', 'client ', mono(r.client_id), r.client_id_mismatch ? ' (not the expected client id)' : ''));
         // Which server: with several Hypha servers the same service id can be expected on either.
-        const service = r.hypha === undefined ? td('Hypha service', mono(r.expected_service_id)) : td('Hypha service', mono(r.expected_service_id), el('div', 'why', 'on ', mono(r.hypha)));
+        const service = r.hypha === undefined
+          ? td('Hypha service', mono(r.expected_service_id))
+          : td('Hypha service', mono(r.expected_service_id), el('div', 'why', 'on ', mono(r.hypha)));
         cells.push(service, regCell, td('Missing since', timeEl(r.missing_since)));
         search.push(r.expected_service_id, r.state, r.cause, r.client_id, r.hypha);
       } else {
-        cells.push(td('Hypha service', el('span', 'muted', '—')), td('Registration', el('span', 'muted', 'not expected in Hypha')), td('Missing since', el('span', 'muted', '—')));
+        cells.push(td('Hypha service', el('span', 'muted', '—')), td('Registration', el('span', 'muted', 'not expected in Hypha')),
+          td('Missing since', el('span', 'muted', '—')));
       }
       if (w) {
         const reported = w.service_registered === undefined ? 'does not say' : w.service_registered ? 'says registered' : 'says not registered';
@@ -279,7 +289,8 @@ export function statusPageClient(win: Window): void {
         proxies.push(row(sev, [c.cluster, p.node_ip, p.node_id, p.status, p.head ? 'head' : ''],
           td('Cluster', c.cluster), td('Node', mono(p.node_ip || p.node_id)), td('Head', p.head ? 'yes' : 'no'),
           td('Controller status', badge(p.status, p.status === 'HEALTHY' ? 'ok' : 'warning')),
-          td('Ready (/-/healthz)', p.ready === null ? el('span', 'muted', 'not probed') : badge(p.ready ? 'ready' : 'not ready', p.ready ? 'ok' : sev), p.ready_detail ? el('div', 'why mono', p.ready_detail) : null)));
+          td('Ready (/-/healthz)', p.ready === null ? el('span', 'muted', 'not probed') : badge(p.ready ? 'ready' : 'not ready', p.ready ? 'ok' : sev),
+            p.ready_detail ? el('div', 'why mono', p.ready_detail) : null)));
       }
     }
     if (proxies.length > 0) {
@@ -302,24 +313,32 @@ export function statusPageClient(win: Window): void {
       for (const id of w.provider_client_ids) ids.appendChild(el('li', undefined, mono(id)));
       const cached = el('ul', 'plain');
       for (const c of w.cached) {
-        cached.appendChild(el('li', undefined, el('strong', undefined, c.holder), ' ', c.client_id === null ? el('span', 'muted', 'none') : mono(c.client_id), ' ', c.stale === null ? badge('unknown', 'unknown') : c.stale ? badge('stale', 'critical') : badge('current', 'ok'),
+        cached.appendChild(el('li', undefined, el('strong', undefined, c.holder), ' ',
+          c.client_id === null ? el('span', 'muted', 'none') : mono(c.client_id), ' ',
+          c.stale === null ? badge('unknown', 'unknown') : c.stale ? badge('stale', 'critical') : badge('current', 'ok'),
           c.stale_since !== undefined ? el('span', 'why', ' since ') : null, c.stale_since !== undefined ? timeEl(c.stale_since) : null,
           c.error ? el('div', 'why', c.error) : null));
       }
       const probes = el('ul', 'plain');
       for (const p of w.probes) {
-        probes.appendChild(el('li', undefined, el('strong', undefined, p.via), ' ', badge(p.outcome ?? (p.success ? 'ok' : 'failed'), p.success ? 'ok' : 'critical'),
-          ` ${fmtDuration(p.latency_seconds)}`, p.method ? el('span', 'why', ` ${p.method}()`) : null, p.at !== undefined ? ' ' : null, p.at !== undefined ? timeEl(p.at) : null,
+        probes.appendChild(el('li', undefined, el('strong', undefined, p.via), ' ',
+          badge(p.outcome ?? (p.success ? 'ok' : 'failed'), p.success ? 'ok' : 'critical'),
+          ` ${fmtDuration(p.latency_seconds)}`, p.method ? el('span', 'why', ` ${p.method}()`) : null,
+          p.at !== undefined ? ' ' : null, p.at !== undefined ? timeEl(p.at) : null,
           p.target ? el('div', 'why mono', p.target) : null, p.error ? el('div', 'why', p.error) : null));
       }
       const status = td('Service', el('strong', undefined, mono(w.service)));
       if (w.problems.length > 0) addTo(status, el('div', 'why', w.problems.join('; ')));
-      return row(w.severity, [w.service, w.severity, ...w.problems, ...w.provider_client_ids, w.resolved_client_id, ...w.cached.map((c) => `${c.holder} ${c.client_id ?? ''} ${c.stale ? 'stale' : ''}`)],
-        status, td('Providers', providers, ids), td('Resolved client id', w.resolved_client_id === null ? el('span', 'muted', 'unresolved') : mono(w.resolved_client_id)),
+      return row(w.severity, [w.service, w.severity, ...w.problems, ...w.provider_client_ids, w.resolved_client_id,
+        ...w.cached.map((c) => `${c.holder} ${c.client_id ?? ''} ${c.stale ? 'stale' : ''}`)],
+        status, td('Providers', providers, ids),
+        td('Resolved client id', w.resolved_client_id === null ? el('span', 'muted', 'unresolved') : mono(w.resolved_client_id)),
         td('Cached client id per holder', w.cached.length ? cached : el('span', 'muted', 'none')), td('Last change', timeEl(w.last_change_at)),
         td('Probe latency (cached vs fresh)', w.probes.length ? probes : el('span', 'muted', 'no probe yet')));
     });
-    body.appendChild(table(['Service', 'Providers', 'Resolved client id', 'Cached client id per holder', 'Last change', 'Probe latency (cached vs fresh)'], rows, 'No watched services configured.'));
+    body.appendChild(table(
+      ['Service', 'Providers', 'Resolved client id', 'Cached client id per holder', 'Last change', 'Probe latency (cached vs fresh)'],
+      rows, 'No watched services configured.'));
   }
 
   function renderTransitions(s: StatusV1): void {
@@ -331,7 +350,8 @@ export function statusPageClient(win: Window): void {
     };
     const rows = s.transitions.map((t: TransitionV1) => row(t.severity, [t.kind, kindText[t.kind], t.subject, t.from, t.to, t.detail],
       td('When', timeEl(t.at)), td('Kind', kindText[t.kind] ?? t.kind), td('Subject', el('strong', undefined, t.subject)),
-      td('Change', t.from === null ? el('span', 'muted', '(none)') : el('span', undefined, t.from), ' → ', t.to === null ? el('span', 'muted', '(gone)') : badge(t.to, t.severity)),
+      td('Change', t.from === null ? el('span', 'muted', '(none)') : el('span', undefined, t.from), ' → ',
+        t.to === null ? el('span', 'muted', '(gone)') : badge(t.to, t.severity)),
       td('Detail', t.detail ? el('span', 'why', t.detail) : el('span', 'muted', ''))));
     body.appendChild(el('p', 'why', `Last ${s.transitions_capacity} state changes seen since the exporter started, newest first.`));
     body.appendChild(table(['When', 'Kind', 'Subject', 'Change', 'Detail'], rows, 'No state change seen yet.'));
@@ -406,7 +426,8 @@ export function statusPageClient(win: Window): void {
       refreshStateEl.classList.remove('failed');
     } catch (e) {
       refreshStateEl.classList.add('failed');
-      refreshStateEl.textContent = `refresh failed (${e instanceof Error ? e.message : String(e)})${lastOkAt !== undefined ? `; showing data of ${fmtRel(lastOkAt)}` : ''}`;
+      refreshStateEl.textContent = `refresh failed (${e instanceof Error ? e.message : String(e)})`
+        + (lastOkAt !== undefined ? `; showing data of ${fmtRel(lastOkAt)}` : '');
     } finally {
       tick();
       schedule();

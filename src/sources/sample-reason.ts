@@ -1,0 +1,30 @@
+import type { SampleErrorReason } from '../snapshot/health';
+import { SourceError, SourceErrorKind } from '../util/errors';
+
+// A table over every kind, so that the compiler rejects a kind without a reason. Hypha's call
+// failures that are neither a deadline, a refusal nor a bad answer are counted together as `rpc`.
+const SAMPLE_REASONS: Readonly<Record<SourceErrorKind, SampleErrorReason>> = {
+  timeout: 'timeout',
+  connect: 'connect',
+  http_status: 'http_status',
+  too_large: 'too_large',
+  bad_json: 'bad_json',
+  schema: 'schema',
+  auth: 'auth',
+  auth_secret_changed: 'auth_secret_changed',
+  not_found: 'rpc',
+  never_sent: 'rpc',
+  connection_lost: 'rpc',
+  remote: 'rpc',
+  other: 'other',
+};
+
+/** Label value for hypha_serve_source_errors_total. */
+export function sampleReason(kind: SourceErrorKind): SampleErrorReason {
+  return SAMPLE_REASONS[kind];
+}
+
+/** The reason a failed sample is counted under: a SourceError's kind's, `other` for anything else. */
+export function sampleReasonOf(e: unknown): SampleErrorReason {
+  return sampleReason(e instanceof SourceError ? e.kind : 'other');
+}

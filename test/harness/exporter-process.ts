@@ -1,0 +1,87 @@
+/**
+ * The one way tests start the exporter as a process: the production bin (dist/src/main.js, build first) on a
+ * loopback port, its output teed to test-artifacts/ (Proc), ended by PID. Every test and harness that needs the
+ * real process (the stacks, restarts, start-up races) goes through spawnExporter.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from './ports';
+import { Proc, repoRoot, startProc, waitFor } from './proc';
+
+export const EXPORTER_BIN = path.join(repoRoot(), 'dist', 'src', 'main.js');
+
+export interface ExporterProcessOptions {
+  /** Names the process and its log file under test-artifacts/. */
+  name: string;
+  /** A config text (written to a temp dir removed on stop) or an existing config file. */
+  config: string | { file: string };
+  /** Added to the base environment (tokens named by `*_env`). */
+  env?: NodeJS.ProcessEnv;
+  /** The environment `env` is added to (default: this process's; the memory bench passes a plain one). */
+  baseEnv?: NodeJS.ProcessEnv;
+  /** --storage.path (default: none, memory only). */
+  storagePath?: string;
+  /** --log.level (default debug: the log file is what a failed test leaves to read). */
+  logLevel?: string;
+  /** A fixed port (a restart on the address Prometheus scrapes); default a free one. */
+  port?: number;
+  /** More flags, e.g. --metric-denylist=... */
+  args?: string[];
+  /** Resolve once /-/ready answers 200 (default); false: as soon as it is spawned (start-up races). */
+  waitReady?: boolean;
+  readyTimeoutMs?: number;
+}
+
+export interface ExporterProcess {
+  name: string;
+  /** http://127.0.0.1:port */
+  url: string;
+  port: number;
+  /** host:port, the `instance` label Prometheus gives it. */
+  instance: string;
+  configFile: string;
+  proc: Proc;
+  /** SIGHUP: the exporter re-reads its config file. */
+  reload(): void;
+  /** SIGTERM (a clean shutdown that flushes --storage.path), then removes a temp config. */
+  stop(): Promise<void>;
+  /** SIGKILL: a crash, not a clean shutdown. */
+  kill(): Promise<void>;
+}
+
+export async function spawnExporter(o: ExporterProcessOptions): Promise<ExporterProcess> {
+  const tmp = typeof o.config === 'string' ? fs.mkdtempSync(path.join(os.tmpdir(), `${o.name}-`)) : undefined;
+  const configFile = tmp === undefined ? (o.config as { file: string }).file : path.join(tmp, 'exporter.yml');
+  if (tmp !== undefined) fs.writeFileSync(configFile, o.config as string);
+  const cleanup = () => {
+    if (tmp !== undefined) fs.rmSync(tmp, { recursive: true, force: true });
+  };
+  const port = o.port ?? (await freePort());
+  const proc = startProc(o.name, process.execPath, [
+    EXPORTER_BIN, `--config.file=${configFile}`, `--web.listen-address=127.0.0.1:${port}`, `--log.level=${o.logLevel ?? 'debug'}`,
+    ...(o.storagePath === undefined ? [] : [`--storage.path=${o.storagePath}`]),
+    ...(o.args ?? []),
+  ], { env: { ...(o.baseEnv ?? process.env), ...o.env } });
+  const url = `http://127.0.0.1:${port}`;
+  if (o.waitReady !== false) {
+    try {
+      // An exit ends the wait at once (waitFor retries what throws, so it is a result here, not an error).
+      const state = await waitFor(`${o.name} ready`, async () => {
+        if (proc.child.exitCode !== null) return 'exited';
+        return (await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2000) })).ok ? 'ready' : undefined;
+      }, o.readyTimeoutMs ?? 90_000, 250);
+      if (state === 'exited') throw new Error(`${o.name} exited (${proc.child.exitCode}): ${proc.output().slice(-2000)}`);
+    } catch (e) {
+      await proc.stop();
+      cleanup();
+      throw e;
+    }
+  }
+  return {
+    name: o.name, url, port, instance: `127.0.0.1:${port}`, configFile, proc,
+    reload: () => process.kill(proc.pid, 'SIGHUP'),
+    async stop() { await proc.stop(); cleanup(); },
+    async kill() { await proc.stop('SIGKILL'); },
+  };
+}
