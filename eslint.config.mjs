@@ -23,7 +23,7 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts'],
     rules: {
-      'max-len': ['error', { code: 160, ignoreUrls: true, ignoreStrings: true, ignoreTemplateLiterals: true, ignoreRegExpLiterals: true }],
+      'max-len': ['error', { code: 160, ignoreUrls: true }],
     },
   },
 );

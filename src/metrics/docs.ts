@@ -63,7 +63,7 @@ function referenceSnapshot(): Snapshot {
   };
   const hypha: HyphaServerSample = {
     target: 'h', health: { ...newSourceHealth('hypha', 'h', 30), up: true, lastSuccessSeconds: 1, lastDurationSeconds: 0.1, credential },
-    reconnectsTotal: 0, generation: 1, listedSeconds: 1, connectionsListed: 1, registry: new Map(), workers: [], eventsTotal: {}, malformedTotal: 0,
+    reconnectsTotal: 0, generation: 1, listedSeconds: 1, connectionsListed: 1, registry: new Map(), workers: [], malformedTotal: 0,
   };
   const registration: RegistrationSample = {
     apps: [{

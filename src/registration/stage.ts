@@ -157,7 +157,8 @@ export class RegistrationStage {
     if (verdict.hold) return previous();
     if (verdict.seenSeconds !== undefined) {
       const waitedMs = Math.round((nowSeconds - verdict.seenSeconds) * 1000);
-      this.log.debug({ cluster: c.cluster, waited_ms: waitedMs, fresh: (sample.state.requestedSeconds ?? 0) >= verdict.seenSeconds }, 'registration loss judged on a fresh Serve sample');
+      const fresh = (sample.state.requestedSeconds ?? 0) >= verdict.seenSeconds;
+      this.log.debug({ cluster: c.cluster, waited_ms: waitedMs, fresh }, 'registration loss judged on a fresh Serve sample');
     }
     return this.#tracker
       .evaluateCluster(c.cluster, sample.state.apps, expected, providers, { ...input, changeSeenSeconds: verdict.seenSeconds })

@@ -46,8 +46,6 @@ export interface HyphaServerSample {
   /** Services per workspace listed on the current connection (absent workspace: not listed). */
   registry: ReadonlyMap<string, readonly ServiceInfo[]>;
   workers: WorkerSample[];
-  /** Events applied since start, per type. */
-  eventsTotal: Record<string, number>;
   /** Listing entries Hypha returned that could not be read (dropped, counted). */
   malformedTotal: number;
 }

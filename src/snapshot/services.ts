@@ -125,10 +125,6 @@ export interface WatchedServiceSample {
   /** Last probe per via (absent: not probed yet, or no canary to probe through). */
   lastProbes: Partial<Record<ProbeVia, ProbeResult>>;
   // The fields below are optional so that samples built by hand (tests, older code) stay valid.
-  /** The exporter's canary, also while the source is down (`cached` is empty then). */
-  canary?: CanaryRecord;
-  /** The last provider set that could be listed (kept while down). */
-  knownProviders?: string[];
   /** Configured holders: 0 means the exporter sees no real client and its canary is the only witness. */
   holdersConfigured?: number;
   /** canary.witness_max in seconds; undefined = no time limit. */

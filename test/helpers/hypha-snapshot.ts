@@ -12,7 +12,6 @@ export interface HyphaFixture {
   generation?: number;
   apps?: Array<Omit<AppRegistration, 'hypha'> & { hypha?: string }>;
   workers?: WorkerSample[];
-  eventsTotal?: Record<string, number>;
   malformedTotal?: number;
 }
 
@@ -21,7 +20,7 @@ export function hyphaParts(f: HyphaFixture): Pick<Snapshot, 'hypha' | 'registrat
   const health = f.health ?? { ...newSourceHealth('hypha', f.target), up: f.up ?? true };
   const server: HyphaServerSample = {
     target: f.target, health, reconnectsTotal: f.reconnectsTotal ?? 0, generation: f.generation ?? 1,
-    listedSeconds: 1, connectionsListed: 1, registry: new Map(), workers: f.workers ?? [], eventsTotal: f.eventsTotal ?? {}, malformedTotal: f.malformedTotal ?? 0,
+    listedSeconds: 1, connectionsListed: 1, registry: new Map(), workers: f.workers ?? [], malformedTotal: f.malformedTotal ?? 0,
   };
   const apps = (f.apps ?? []).map((a) => ({ ...a, hypha: a.hypha ?? f.target }));
   const workers: AttributedWorker[] = (f.workers ?? []).map((w) => ({ ...w, hypha: f.target }));

@@ -161,7 +161,8 @@ describe('hypha-serve-exporter check against real Ray Serve + Hypha', () => {
     const { exporter } = exporterWithConfig({ file: configFile }, { logLevel: 'warn', storagePath: storage });
     exporter.start();
     try {
-      const before = await waitFor('canary resolved', async () => exporter.store.get().services?.get(AM)?.canary?.clientId, 60_000, 100);
+      const before = await waitFor('canary resolved',
+        async () => exporter.store.get().services?.get(AM)?.cached.find((c) => c.holder === 'exporter')?.clientId, 60_000, 100);
       await hypha.restart({ serverId: 'chk-b' });
       await waitFor('canary stale in the running exporter', async () => exporter.store.get().services?.get(AM)?.cached[0]?.stale === true, 120_000, 100);
       expect(exporter.store.get().services?.get(AM)?.providers).not.toContain(before);

@@ -195,7 +195,6 @@ function registrationSnapshot(hyphaUp: boolean): Omit<Snapshot, 'version'> {
       { worker: 'bio/w-z:bioengine-worker', workspace: 'bio', clientId: 'w-z', up: true, apps: [{ app: 'x', status: 'DEPLOYING' }] },
       { worker: 'bio/w-down:bioengine-worker', workspace: 'bio', clientId: 'w-down', up: false, apps: [{ app: 'x', status: 'RUNNING' }] },
     ],
-    eventsTotal: {},
   });
   return { ray: new Map([['rec', rayFixture('2.60', 'app-running.json')], ['down', down]]), ...hypha };
 }

@@ -41,7 +41,6 @@ function hostileSnapshot(): Omit<Snapshot, 'version'> {
       clientIdMismatch: false, clientIdChangesTotal: 0, settled: true, history: { birthObserved: true, everRegistered: false, clientIdChanges: 0 },
     })),
     workers: [{ worker: 'w"s/c\\1:bioengine-worker', workspace: 'w"s', clientId: 'c\\1', up: true, rayCluster: c, apps: HOSTILE.map((n) => ({ app: n, status: 'RUNNING', serviceRegistered: true })) }],
-    eventsTotal: {},
   });
   return { ray: new Map([[c, cluster(c, HOSTILE.map((n) => app(n)))]]), ...hypha };
 }

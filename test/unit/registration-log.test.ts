@@ -30,7 +30,7 @@ function ray(apps: ServeApp[], requestedSeconds: number): RayClusterSample {
 function hypha(services: ServiceInfo[]): HyphaServerSample {
   return {
     target: 'main', health: { ...newSourceHealth('hypha', 'main'), up: true }, reconnectsTotal: 0, generation: 1, workspace: 'ws',
-    listedSeconds: 1, connectionsListed: 1, registry: new Map([['ws', services]]), workers: [], eventsTotal: {}, malformedTotal: 0,
+    listedSeconds: 1, connectionsListed: 1, registry: new Map([['ws', services]]), workers: [], malformedTotal: 0,
   };
 }
 

@@ -32,7 +32,7 @@ function svc(workspace: string, clientId: string, serviceId: string): ServiceInf
 function hypha(target: string, services: ServiceInfo[], up = true): HyphaServerSample {
   return {
     target, health: { ...newSourceHealth('hypha', target), up }, reconnectsTotal: 0, generation: 1, workspace: 'ws',
-    listedSeconds: up ? 1 : 0, connectionsListed: 1, registry: up ? new Map([['ws', services]]) : new Map(), workers: [], eventsTotal: {}, malformedTotal: 0,
+    listedSeconds: up ? 1 : 0, connectionsListed: 1, registry: up ? new Map([['ws', services]]) : new Map(), workers: [], malformedTotal: 0,
   };
 }
 

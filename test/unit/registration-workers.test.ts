@@ -17,7 +17,7 @@ const sample = (client: string): WorkerSample => ({ worker: `ws/${client}:bioeng
 function hypha(listed: ServiceInfo[] | undefined, workers: WorkerSample[]): HyphaServerSample {
   return {
     target: 'main', health: { ...newSourceHealth('hypha', 'main'), up: true }, reconnectsTotal: 0, generation: 1, workspace: 'ws',
-    listedSeconds: listed ? 1 : 0, connectionsListed: 1, registry: listed ? new Map([['ws', listed]]) : new Map(), workers, eventsTotal: {}, malformedTotal: 0,
+    listedSeconds: listed ? 1 : 0, connectionsListed: 1, registry: listed ? new Map([['ws', listed]]) : new Map(), workers, malformedTotal: 0,
   };
 }
 

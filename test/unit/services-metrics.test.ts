@@ -25,8 +25,6 @@ function sampleFrom(st: WatchState, up: boolean, resolved?: string, extra: { hol
     canaryReresolvesTotal: st.reresolvesTotal,
     calls: st.calls,
     lastProbes: up ? st.lastProbes : {},
-    canary: st.canary,
-    knownProviders: st.knownProviders,
     holdersConfigured: extra.holdersConfigured ?? 0,
     witnessMaxSeconds: extra.witnessMaxSeconds,
     witnessReleasesTotal: st.releasesTotal,

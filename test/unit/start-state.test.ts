@@ -172,7 +172,7 @@ describe('auth_secret_changed on the status page', () => {
     const book = new HealthBook({ kind: 'hypha', target: 'main', log, label: 'hypha' });
     book.failed('auth_secret_changed', 'connect: Authentication error: Signature verification failed.');
     const status = (health: typeof book.health) => buildStatus({
-      snapshot: { version: 1, ray: new Map(), hypha: new Map([['main', { target: 'main', health, reconnectsTotal: 0, generation: 1, listedSeconds: 0, connectionsListed: 0, registry: new Map(), workers: [], eventsTotal: {}, malformedTotal: 0 }]]) },
+      snapshot: { version: 1, ray: new Map(), hypha: new Map([['main', { target: 'main', health, reconnectsTotal: 0, generation: 1, listedSeconds: 0, connectionsListed: 0, registry: new Map(), workers: [], malformedTotal: 0 }]]) },
       transitions: [], transitionsCapacity: 10, ready: true, version: 'v', revision: 'r', now: Date.now() / 1000,
     });
     const s = status(book.health);

@@ -34,7 +34,6 @@ export interface HyphaHandoff {
   health: SourceHealth;
   reconnectsTotal: number;
   malformedTotal: number;
-  eventsTotal: Record<string, number>;
   workers: WorkerSample[];
   serverIds: ServerIdFacts;
 }
@@ -63,7 +62,6 @@ export class HyphaSource implements Source<HyphaHandoff> {
   get #connectTimeoutMs(): number {
     return Math.max(this.opts.registration.timeoutMs, 5000);
   }
-  readonly #eventsTotal: Record<string, number> = {};
   readonly #health: HealthBook;
   #conn: HyphaConnection | undefined;
   /** When the current connection's first full listing completed (0 = not yet). */
@@ -91,7 +89,6 @@ export class HyphaSource implements Source<HyphaHandoff> {
     if (previous) {
       this.#workers = previous.workers;
       this.#inherited = { reconnects: previous.reconnectsTotal, malformed: previous.malformedTotal };
-      Object.assign(this.#eventsTotal, previous.eventsTotal);
     }
     this.#client = new HyphaClient({
       serverUrl: opts.server.serverUrl,
@@ -147,7 +144,6 @@ export class HyphaSource implements Source<HyphaHandoff> {
       health: this.#health.health,
       reconnectsTotal: this.#client.reconnects + this.#inherited.reconnects,
       malformedTotal: this.#client.malformedTotal + this.#inherited.malformed,
-      eventsTotal: { ...this.#eventsTotal },
       workers: this.#workers,
       serverIds: this.#serverIds.facts,
     };
@@ -165,7 +161,8 @@ export class HyphaSource implements Source<HyphaHandoff> {
     const change = this.#serverIds.seen(conn.info.serverId, conn.generation > 1);
     if (change) {
       this.log.warn({ hypha: this.target, from: change.from, to: change.to },
-        'hypha server came back under another server id: proxies cached to its built-in services (artifact manager) are stranded; give it a fixed --server-id / HYPHA_SERVER_ID');
+        'hypha server came back under another server id: proxies cached to its built-in services (artifact manager)'
+          + ' are stranded; give it a fixed --server-id / HYPHA_SERVER_ID');
     }
     this.#registry.invalidate();
     this.#listedSeconds = 0;
@@ -186,7 +183,6 @@ export class HyphaSource implements Source<HyphaHandoff> {
 
   #onEvent(e: HyphaEvent): void {
     if (!this.#conn || e.generation !== this.#conn.generation) return;
-    this.#eventsTotal[e.type] = (this.#eventsTotal[e.type] ?? 0) + 1;
     if (this.#registry.apply(e)) this.#publish();
   }
 
@@ -297,7 +293,9 @@ export class HyphaSource implements Source<HyphaHandoff> {
     );
     for (const s of samples) {
       const before = previous.get(s.worker);
-      if (s.error !== undefined && s.error !== before?.error) this.log.warn({ worker: s.worker, up: s.up, error: s.error }, 'bioengine worker cross-check failed');
+      if (s.error !== undefined && s.error !== before?.error) {
+        this.log.warn({ worker: s.worker, up: s.up, error: s.error }, 'bioengine worker cross-check failed');
+      }
       if (s.up && before !== undefined && !before.up) this.log.info({ worker: s.worker }, 'bioengine worker answers again');
     }
     if (this.#stopped) return;
@@ -324,7 +322,6 @@ export class HyphaSource implements Source<HyphaHandoff> {
       connectionsListed: this.#connectionsListed,
       registry: listed ? this.#registry.snapshot() : new Map(),
       workers: this.#workers,
-      eventsTotal: { ...this.#eventsTotal },
       malformedTotal: this.#client.malformedTotal + this.#inherited.malformed,
     };
     this.store.setHyphaServer(sample);

@@ -130,7 +130,9 @@ export class RayServeSource implements Source<RayServeHandoff> {
         if (p.nodeIp === '') return p;
         const host = p.nodeIp.includes(':') ? `[${p.nodeIp}]` : p.nodeIp;
         try {
-          const r = await httpGet(`http://${host}:${httpPort}/-/healthz`, { timeoutMs: this.cfg.proxyProbe.timeoutMs, maxBytes: HEALTHZ_MAX_BYTES, headers: { 'user-agent': USER_AGENT } });
+          const r = await httpGet(`http://${host}:${httpPort}/-/healthz`, {
+            timeoutMs: this.cfg.proxyProbe.timeoutMs, maxBytes: HEALTHZ_MAX_BYTES, headers: { 'user-agent': USER_AGENT },
+          });
           return { ...p, ready: r.status === 200, readyDetail: `HTTP ${r.status}: ${r.body.trim().slice(0, 100)}` };
         } catch (e) {
           return { ...p, ready: false, readyDetail: errorMessage(e) };

@@ -109,7 +109,8 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
   start(): void {
     if (this.cfg.canary.deprecatedReresolveAfter !== undefined) {
       this.log.warn({ service: this.cfg.service, reresolve_after: this.cfg.canary.deprecatedReresolveAfter },
-        'canary.reresolve_after is deprecated and read as canary.witness_max: a stale canary is released after that time even though long-lived clients may still be stuck');
+        'canary.reresolve_after is deprecated and read as canary.witness_max: a stale canary is released after that time'
+          + ' even though long-lived clients may still be stuck');
     }
     const w = this.#state.canary;
     if (w?.staleSinceSeconds !== undefined) {
@@ -189,7 +190,8 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
     }
     const resolveSeconds = (performance.now() - t0) / 1000;
     if (this.#state.adoptCanaryIfNone(resolved, nowSeconds)) {
-      this.log.info({ service: this.cfg.service, client_id: resolved?.clientId }, 'canary proxy resolved; it is kept across cycles like a worker keeps its proxy');
+      const fields = { service: this.cfg.service, client_id: resolved?.clientId };
+      this.log.info(fields, 'canary proxy resolved; it is kept across cycles like a worker keeps its proxy');
     }
 
     // Publish what the registry says before probing: a stale id shows now, not
@@ -349,7 +351,10 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
       target = (await conn.getServiceInfo(p.service, { timeoutMs: this.cfg.timeoutMs })).id;
     } catch (e) {
       const err = fromHypha(e, `holder ${h.name}`, this.#secrets());
-      return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t0) / 1000, error: `resolving ${p.service}: ${err.message}`, atSeconds: Date.now() / 1000 };
+      return {
+        holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t0) / 1000,
+        error: `resolving ${p.service}: ${err.message}`, atSeconds: Date.now() / 1000,
+      };
     }
     const t1 = performance.now();
     try {
@@ -393,8 +398,6 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
       canaryReresolvesTotal: st.reresolvesTotal,
       calls: st.calls,
       lastProbes: up ? currentProbes(st.lastProbes, this.#upSinceSeconds) : {},
-      canary: st.canary,
-      knownProviders: st.knownProviders,
       holdersConfigured: this.cfg.holders.length,
       witnessMaxSeconds: this.cfg.canary.witnessMaxMs === undefined ? undefined : this.cfg.canary.witnessMaxMs / 1000,
       witnessReleasesTotal: st.releasesTotal,

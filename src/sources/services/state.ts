@@ -352,11 +352,6 @@ export class WatchState {
     return this.#current ? this.#providers : undefined;
   }
 
-  /** The last provider set that could be listed, also while the current cycle could not list any. */
-  get knownProviders(): string[] | undefined {
-    return this.#providers;
-  }
-
   /** The canary first (when there is one), then the id-reporting holders in config order. */
   get cached(): CachedHolder[] {
     const out: CachedHolder[] = [];
