@@ -80,7 +80,7 @@ async function scrapeMs(exporter: Exporter, encoding: 'gzip' | 'identity'): Prom
   const t0 = performance.now();
   const b = await exporter.metrics.scrape('prometheus', encoding);
   const ms = performance.now() - t0;
-  return { ms, bytes: b.chunks.reduce((n, c) => n + c.length, 0) };
+  return { ms, bytes: b.bytes };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -128,9 +128,10 @@ export async function metricsScale(apps: number, rounds = 15): Promise<MetricsSc
   await exporter.sampleAll();
   const plainBytes = (await scrapeMs(exporter, 'identity')).bytes;
   const gz = await exporter.metrics.scrape('prometheus', 'gzip');
-  const gzipBytes = gz.chunks.reduce((n, c) => n + c.length, 0);
+  const gzipBytes = gz.bytes;
   // The gzip body decodes to the plain one (sanity: the benchmark measures a real answer).
-  if (zlib.gunzipSync(Buffer.concat(gz.chunks)).length < plainBytes * 0.99) throw new Error('gzip body does not decode to the plain body');
+  const gzBody = Buffer.concat(gz.chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
+  if (zlib.gunzipSync(gzBody).length < plainBytes * 0.99) throw new Error('gzip body does not decode to the plain body');
   await exporter.stop();
   await up.close();
   cfg.cleanup();

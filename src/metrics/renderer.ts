@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import zlib from 'node:zlib';
 import { promisify } from 'node:util';
 import type { SnapshotStore } from '../snapshot/store';
@@ -25,8 +26,14 @@ export interface ScrapeBody {
   contentType: string;
   /** 'gzip' when the chunks are gzip members (a multi-member stream, RFC 1952 §2.2). */
   encoding: 'gzip' | 'identity';
-  chunks: Buffer[];
+  /** Written in order; strings as UTF-8. */
+  chunks: (Buffer | string)[];
+  /** Content-Length: the bytes of all chunks. */
+  bytes: number;
 }
+
+/** Characters per chunk written or compressed: small enough to stay in V8's young generation. */
+const BATCH_CHARS = 1 << 16;
 
 interface Entry {
   data: unknown;
@@ -43,8 +50,40 @@ interface ScopeCache {
 }
 
 interface Cached {
-  plain?: Buffer;
+  /** The body's pieces: family headers and slices of the units' texts (a slice references its unit's text). */
+  parts?: { parts: string[]; bytes: number };
   gzip?: Promise<Buffer>;
+}
+
+/** The parts joined into pieces of about BATCH_CHARS characters. */
+function* batches(parts: readonly string[]): Generator<string> {
+  let batch: string[] = [];
+  let n = 0;
+  for (const p of parts) {
+    batch.push(p);
+    n += p.length;
+    if (n >= BATCH_CHARS) {
+      yield batch.join('');
+      batch = [];
+      n = 0;
+    }
+  }
+  if (batch.length > 0) yield batch.join('');
+}
+
+/**
+ * One gzip member compressed piece by piece, so that no copy of the whole text is made. Level 1:
+ * ~4× faster than the default level for 3.7% instead of 3.1% of the text (measured on 1,000 apps).
+ */
+async function gzipParts(parts: readonly string[]): Promise<Buffer> {
+  const z = zlib.createGzip({ level: 1 });
+  const out: Buffer[] = [];
+  z.on('data', (b: Buffer) => out.push(b));
+  const ended = once(z, 'end');
+  for (const batch of batches(parts)) if (!z.write(batch)) await once(z, 'drain');
+  z.end();
+  await ended;
+  return Buffer.concat(out);
 }
 
 /** A family as prom-client's getMetricsAsJSON() gives it. */
@@ -93,8 +132,9 @@ function renderUnit(families: readonly AnyFamily[], arg: unknown): { text: strin
  *
  * The snapshot-derived families are kept as pre-rendered lines per unit (watched service, Ray
  * cluster, app, deployment, proxy, Hypha server, registration, worker): a new snapshot re-renders
- * only the units whose data changed, and the assembled body (plain and gzip) is cached until the
- * snapshot moves. The exporter's process and source-health families depend on the clock and are
+ * only the units whose data changed; the body's pieces (headers and slices of the unit texts) and
+ * its gzip are cached until the snapshot moves, and never joined into one multi-MB text. The
+ * exporter's process and source-health families depend on the clock and are
  * rendered on every scrape, in front of the cached part, followed by the standard process_* and
  * nodejs_* families of prom-client's default collectors (process.ts).
  */
@@ -168,8 +208,13 @@ export class MetricsRenderer {
     this.stats.updates++;
   }
 
-  /** The snapshot-derived part of the body, written straight into one buffer (no intermediate joined string). */
-  #assemble(format: ExpositionFormat): Buffer {
+  /**
+   * The snapshot-derived part of the body as pieces: never joined into one multi-MB text, which
+   * would cost its size again for as long as it is kept (and once more until a full GC frees it).
+   */
+  #parts(format: ExpositionFormat): { parts: string[]; bytes: number } {
+    const c = this.#cached(format);
+    if (c.parts) return c.parts;
     const parts: string[] = [];
     for (const { f, index } of this.#static) {
       parts.push(header(f.name, f.type, f.help, format));
@@ -180,13 +225,11 @@ export class MetricsRenderer {
       }
     }
     if (format === 'openmetrics') parts.push('# EOF\n');
-    let size = 0;
-    for (const p of parts) size += Buffer.byteLength(p, 'utf8');
-    const buf = Buffer.allocUnsafeSlow(size);
-    let at = 0;
-    for (const p of parts) at += buf.write(p, at, 'utf8');
+    let bytes = 0;
+    for (const p of parts) bytes += Buffer.byteLength(p, 'utf8');
     this.stats.bodiesAssembled++;
-    return buf;
+    c.parts = { parts, bytes };
+    return c.parts;
   }
 
   #cached(format: ExpositionFormat): Cached {
@@ -198,22 +241,11 @@ export class MetricsRenderer {
     return c;
   }
 
-  #plain(format: ExpositionFormat): Buffer {
-    const c = this.#cached(format);
-    c.plain ??= this.#assemble(format);
-    return c.plain;
-  }
-
-  /**
-   * The compressed cached part. Prometheus always asks for gzip, so the plain text it was made
-   * from is kept only when an uncompressed scrape asked for it too.
-   */
+  /** The compressed cached part (Prometheus always asks for gzip). */
   #gzip(format: ExpositionFormat): Promise<Buffer> {
     const c = this.#cached(format);
     if (!c.gzip) {
-      // Level 1 in 1 MB steps: ~4× faster than the default level for 3.7% instead of 3.1% of the
-      // text (measured on 1,000 apps), and few thread-pool round trips for a multi-MB body.
-      c.gzip = gzip(c.plain ?? this.#assemble(format), { level: 1, chunkSize: 1 << 20 });
+      c.gzip = gzipParts(this.#parts(format).parts);
       this.stats.bodiesCompressed++;
     }
     return c.gzip;
@@ -237,9 +269,12 @@ export class MetricsRenderer {
     this.#sync();
     const head = Buffer.from(await this.#head(this.store.get(), format), 'utf8');
     const contentType = format === 'openmetrics' ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE;
-    if (encoding === 'identity') return { contentType, encoding, chunks: [head, this.#plain(format)] };
+    if (encoding === 'identity') {
+      const { parts, bytes } = this.#parts(format);
+      return { contentType, encoding, chunks: [head, ...batches(parts)], bytes: head.length + bytes };
+    }
     const [tail, headGz] = await Promise.all([this.#gzip(format), gzip(head, { level: 1 })]);
-    return { contentType, encoding, chunks: [headGz, tail] };
+    return { contentType, encoding, chunks: [headGz, tail], bytes: headGz.length + tail.length };
   }
 
   get contentType(): string {

@@ -20,7 +20,7 @@ export function createApp(exporter: Exporter, log: Logger, opts: { users?: Map<s
       res.set('Content-Type', body.contentType);
       res.set('Vary', 'Accept, Accept-Encoding');
       if (body.encoding === 'gzip') res.set('Content-Encoding', 'gzip');
-      res.set('Content-Length', String(body.chunks.reduce((n, c) => n + c.length, 0)));
+      res.set('Content-Length', String(body.bytes));
       if (req.method === 'HEAD') {
         res.end();
         return;

@@ -78,7 +78,7 @@ export function exporterWithConfig(config: string | { file: string }, o: InProce
 /** The /metrics body through the call the HTTP handler makes (MetricsRenderer.scrape), uncompressed. */
 export async function scrapeText(m: MetricsRenderer, format: ExpositionFormat = 'prometheus'): Promise<string> {
   const body = await m.scrape(format, 'identity');
-  return Buffer.concat(body.chunks).toString('utf8');
+  return body.chunks.map((c) => (typeof c === 'string' ? c : c.toString('utf8'))).join('');
 }
 
 /** The exposition of one snapshot, rendered by the exporter's renderer. */
