@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import pino from 'pino';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { Exporter, type ExporterOptions } from '../../src/exporter/exporter';
 import { MetricsRenderer } from '../../src/metrics/renderer';
@@ -8,6 +9,7 @@ import type { Snapshot } from '../../src/snapshot/types';
 import type { ExpositionFormat } from '../../src/metrics/text';
 import type { Logger } from '../../src/util/log';
 import { tmpDir } from './tmp';
+import { artifactsDir } from '../harness/proc';
 import { putSnapshot } from './hypha-snapshot';
 
 /** A logger that keeps every line in memory, so tests can grep logs for secrets. */
@@ -30,6 +32,8 @@ export interface InProcessOptions {
   /** Level of the in-memory log (default debug). */
   logLevel?: string;
   filter?: ExporterOptions['filter'];
+  /** Written to test-artifacts/<name>-exporter-<time>.log by close(), for reading after a failed run. */
+  logArtifact?: string;
 }
 
 export interface InProcessExporter {
@@ -43,7 +47,7 @@ export interface InProcessExporter {
   rewrite(next: string): void;
   /** The /metrics body, through the call the HTTP handler makes. */
   scrape(format?: ExpositionFormat): Promise<string>;
-  /** Stops the exporter and removes the temp dir of a config given as text. */
+  /** Stops the exporter, writes the log artifact if asked, removes the temp dir of a config given as text. */
   close(): Promise<void>;
 }
 
@@ -70,6 +74,7 @@ export function exporterWithConfig(config: string | { file: string }, o: InProce
     scrape: (format: ExpositionFormat = 'prometheus') => scrapeText(exporter.metrics, format),
     async close() {
       await exporter.stop();
+      if (o.logArtifact !== undefined) fs.writeFileSync(path.join(artifactsDir(), `${o.logArtifact}-exporter-${Date.now()}.log`), lines.join(''));
       t?.cleanup();
     },
   };

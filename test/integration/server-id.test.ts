@@ -4,15 +4,13 @@
 // comes back under a random id (the fact is 1, the status page says so, and the canary's stale id
 // is proven a replaced server id: cached_server_gone, which the stale-proxy page needs only a short
 // confirmation for). One Hypha, one exporter, both cases in order.
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Exporter } from '../../src/exporter/exporter';
 import { buildStatus } from '../../src/status-page/build';
-import { exporterWithConfig, scrapeText } from '../helpers/exporter';
+import { exporterWithConfig, InProcessExporter, scrapeText } from '../helpers/exporter';
 import { seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
-import { artifactsDir, waitFor } from '../harness/proc';
+import { waitFor } from '../harness/proc';
 
 jest.setTimeout(240_000);
 
@@ -23,6 +21,7 @@ describe('Hypha server id across restarts (real Hypha)', () => {
   let exporter: Exporter;
   let cleanup: () => void;
   let lines: string[];
+  let h: InProcessExporter | undefined;
 
   beforeAll(async () => {
     hypha = await startHypha({ enableS3: true, serverId: 'sid-fixed' });
@@ -44,15 +43,14 @@ watched_services:
     interval: 1s
     timeout: 3s
 `);
-    const h = exporterWithConfig({ file });
+    h = exporterWithConfig({ file }, { logArtifact: 'server-id' });
     lines = h.lines;
     exporter = h.exporter;
     exporter.start();
   });
 
   afterAll(async () => {
-    await exporter?.stop();
-    if (lines) fs.writeFileSync(path.join(artifactsDir(), `server-id-exporter-${Date.now()}.log`), lines.join(''));
+    await h?.close();
     cleanup?.();
     await hypha?.stop();
   });

@@ -1,15 +1,13 @@
 // A watched service with several live providers (stand-ins registered by test
 // clients with the real hypha-rpc): random resolution moving between live
 // providers is never "stale"; only a cached id that left the providers is.
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Exporter } from '../../src/exporter/exporter';
-import { exporterWithConfig, scrapeText } from '../helpers/exporter';
+import { exporterWithConfig, InProcessExporter, scrapeText } from '../helpers/exporter';
 import { samplesOf, seriesCount, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
-import { artifactsDir, waitFor } from '../harness/proc';
+import { waitFor } from '../harness/proc';
 
 jest.setTimeout(240_000);
 
@@ -30,6 +28,7 @@ describe('several providers of one service', () => {
   let exporter: Exporter;
   let cleanup: () => void;
   let lines: string[];
+  let h: InProcessExporter | undefined;
 
   beforeAll(async () => {
     hypha = await startHypha({});
@@ -49,15 +48,14 @@ watched_services:
       method: read
       args: [probe-artifact]
 `);
-    const h = exporterWithConfig({ file });
+    h = exporterWithConfig({ file }, { logArtifact: 'services-providers' });
     lines = h.lines;
     exporter = h.exporter;
     exporter.start();
   });
 
   afterAll(async () => {
-    await exporter?.stop();
-    if (lines) fs.writeFileSync(path.join(artifactsDir(), `services-providers-exporter-${Date.now()}.log`), lines.join(''));
+    await h?.close();
     cleanup?.();
     await Promise.all([...providers.values()].map((p) => p.disconnect().catch(() => undefined)));
     await hypha?.stop();
