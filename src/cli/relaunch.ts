@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 
 // Memory at plain defaults. At 1,000 apps the exporter holds ~180 MB resident under Node's
-// defaults and ~100 MB with a 1 MB young generation and glibc's mmap threshold pinned at 128 KB
+// defaults and ~90 MB with a 1 MB young generation and glibc's mmap threshold pinned at 128 KB
 // (BENCHMARKS.md). Neither can be set from inside a running process: V8 sizes the semi-spaces at
 // start (v8.setFlagsFromString was measured not to shrink them) and glibc reads
 // MALLOC_MMAP_THRESHOLD_ once, before main. So the bin starts itself once more with them, unless
