@@ -68,7 +68,7 @@ function referenceSnapshot(): Snapshot {
   const registration: RegistrationSample = {
     apps: [{
       cluster: 'c', app: 'a', hypha: 'h', workspace: 'w', service: 'w/x:a', registered: false, state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1,
-      clientIdMismatch: false, clientIdChangesTotal: 0, settled: true, history: { birthObserved: true, everRegistered: true, clientIdChanges: 0 },
+      clientIdMismatch: false, clientIdChangesTotal: 0, settled: true,
     }],
     workers: [{
       worker: 'w/x:bioengine-worker', hypha: 'h', workspace: 'w', clientId: 'x', up: true, rayCluster: 'c',

@@ -58,9 +58,14 @@ export class RegistrationStage {
     this.#tracker.restore(histories);
   }
 
-  /** The history of every app of the last evaluation: what the state file keeps for restore() (--storage.path). */
+  /**
+   * The history of every app of a configured cluster, including histories restored and not yet
+   * evaluated (a second restart before the first evaluation keeps them): what the state file keeps
+   * for restore() (--storage.path).
+   */
   histories(): SavedState['registration'] {
-    return this.#apps.map((a) => ({ cluster: a.cluster, app: a.app, history: a.history }));
+    const clusters = new Set(this.#config?.clusters.map((c) => c.cluster) ?? []);
+    return this.#tracker.histories().filter((h) => clusters.has(h.cluster));
   }
 
   /**

@@ -229,7 +229,6 @@ export class RegistrationTracker {
         settled,
         stuck: stuckAtZero(app, state),
         causeDeployments,
-        history: { ...h },
       });
     }
     for (const key of [...this.#history.keys()]) {
@@ -254,6 +253,14 @@ export class RegistrationTracker {
   /** Continues histories saved before an exporter restart (--storage.path), for apps not seen yet. */
   restore(histories: ReadonlyMap<string, RegistrationHistory>): void {
     for (const [key, h] of histories) if (!this.#history.has(key)) this.#history.set(key, { ...h });
+  }
+
+  /** Every app's history (copies), for the state file (--storage.path); restore() takes them back. */
+  histories(): { cluster: string; app: string; history: RegistrationHistory }[] {
+    return [...this.#history].map(([key, h]) => {
+      const [cluster, app] = key.split('\u0000');
+      return { cluster, app, history: { ...h } };
+    });
   }
 
   /** The worker client id this app's expected service was last derived from. */

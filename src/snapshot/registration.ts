@@ -56,8 +56,6 @@ export interface AppRegistration {
   stuck?: boolean;
   /** The deployments behind a missing_crashed or missing_scaled_to_zero verdict (what the status page names). */
   causeDeployments?: string[];
-  /** Tracker history carried in the snapshot, so a restarted source (reload) continues it. */
-  history: RegistrationHistory;
 }
 
 /** What an evaluation remembers about one app between evaluations. */

@@ -30,7 +30,7 @@ function registration(app: string, state: AppRegistration['state'], extra: Parti
   return {
     cluster: 'c1', app, workspace: 'ws', service: `ws/w1-0a1b2c3d:${app}`, registered: state === 'registered', state,
     clientIdMismatch: false, clientIdChangesTotal: 0, settled: true,
-    history: { birthObserved: true, everRegistered: state === 'registered', clientIdChanges: 0 }, ...extra,
+    ...extra,
   };
 }
 

@@ -18,7 +18,7 @@ function reg(over: Partial<AppRegistration>): AppRegistration {
   return {
     cluster: 'A', app: 'x', hypha: 'main', workspace: 'bio', service: 'bio/w-a-1234abcd:x', registered: false, state: 'missing_scaled_to_zero',
     unregisteredSinceSeconds: 1000, clientIdMismatch: false, clientIdChangesTotal: 0, settled: true,
-    history: { birthObserved: true, everRegistered: true, clientIdChanges: 0 }, ...over,
+    ...over,
   };
 }
 

@@ -299,9 +299,9 @@ describe('RegistrationTracker', () => {
   it('a restarted tracker given the published histories continues spells and history (restart)', () => {
     const t = new RegistrationTracker();
     t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100));
-    const published = t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1200));
+    t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1200));
     const next = new RegistrationTracker();
-    next.restore(new Map(published.map((a) => [`${a.cluster}\u0000${a.app}`, a.history])));
+    next.restore(new Map(t.histories().map((a) => [`${a.cluster}\u0000${a.app}`, a.history])));
     expect(next.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1300))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
     // Without them the history is unknown: the honest cause, and the spell restarts.
     // (The app was deployed at 1000; this exporter started at 1250.)

@@ -174,7 +174,7 @@ function reg(over: Partial<AppRegistration>): AppRegistration {
   return {
     cluster: 'rec', app: 'two-step', hypha: 'main', workspace: 'bio', service: 'bio/w-a-1234abcd:two-step', registered: false, state: 'missing_scaled_to_zero',
     unregisteredSinceSeconds: 1000, clientIdMismatch: false, clientIdChangesTotal: 2, settled: true,
-    history: { birthObserved: true, everRegistered: true, clientIdChanges: 2 }, ...over,
+    ...over,
   };
 }
 

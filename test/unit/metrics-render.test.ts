@@ -38,7 +38,7 @@ function hostileSnapshot(): Omit<Snapshot, 'version'> {
     target: 'hy"pha', health: { ...newSourceHealth('hypha', 'hy"pha', 30), up: true, lastSuccessSeconds: Date.now() / 1000 }, reconnectsTotal: 1, generation: 2,
     apps: HOSTILE.map((n) => ({
       cluster: c, app: n, hypha: 'hy"pha', workspace: 'w"s', service: `w"s/*:${n}`, registered: false, state: 'missing_never_registered' as const, unregisteredSinceSeconds: 1000,
-      clientIdMismatch: false, clientIdChangesTotal: 0, settled: true, history: { birthObserved: true, everRegistered: false, clientIdChanges: 0 },
+      clientIdMismatch: false, clientIdChangesTotal: 0, settled: true,
     })),
     workers: [{ worker: 'w"s/c\\1:bioengine-worker', workspace: 'w"s', clientId: 'c\\1', up: true, rayCluster: c, apps: HOSTILE.map((n) => ({ app: n, status: 'RUNNING', serviceRegistered: true })) }],
   });

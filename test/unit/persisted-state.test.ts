@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RegistrationTracker, TrackedRegistration, TrackerInput, ProviderIndex } from '../../src/registration/tracker';
+import { RegistrationTracker, TrackerInput, ProviderIndex } from '../../src/registration/tracker';
 import {
   loadPersistedState, MAX_RESTORE_AGE_SECONDS, PersistedState, persistedStateOf, PersistedStateWriter, registrationKey, STATE_FILE,
 } from '../../src/snapshot/persisted';
@@ -30,13 +30,13 @@ function tmp(): string {
 }
 
 /** What the exporter gathers from the sources' hand-overs and the registration stage. */
-function savedWith(apps: TrackedRegistration[], canaryStale: boolean): SavedState {
+function savedWith(histories: SavedState['registration'], canaryStale: boolean): SavedState {
   const canary = { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, ...(canaryStale ? { staleSinceSeconds: 200 } : {}) };
   return {
     witnesses: new Map([['public/artifact-manager', canary]]),
     // The registry connection has not reported an id yet.
     serverIds: new Map([[serverIdKey('hypha', 'main'), { replaced: [] }]]),
-    registration: apps.map((a) => ({ cluster: a.cluster, app: a.app, history: a.history })),
+    registration: histories,
   };
 }
 
@@ -44,7 +44,8 @@ describe('state that survives a restart', () => {
   it('round trip: the stale canary and every app history are restored; a fresh canary is not a witness', () => {
     const t = new RegistrationTracker();
     t.evaluateCluster('c', [idle], exp, new ProviderIndex([{ id: 'ws/p:a', workspace: 'ws', clientId: 'p', serviceId: 'a' }]), input(1100, 500));
-    const apps = t.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1200, 500));
+    t.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1200, 500));
+    const apps = t.histories();
     const dir = tmp();
     const { log } = memoryLogger();
     const w = new PersistedStateWriter(dir, () => savedWith(apps, true), log);
@@ -164,5 +165,27 @@ describe('state that survives a restart', () => {
     await b.exporter.stop();
     expect(saved().witnesses).toEqual({});
     expect(saved().serverIds).toEqual({ [serverIdKey('hypha', 'main')]: facts });
+  });
+
+  it('histories restored but not judged yet are saved again (a second restart loses nothing); a removed cluster\'s are not', async () => {
+    const dir = tmp();
+    const data = path.join(dir, 'data');
+    fs.mkdirSync(data);
+    const spell = { birthObserved: true, everRegistered: true, registered: false, missingSinceSeconds: 1200, clientIdChanges: 1 };
+    fs.writeFileSync(path.join(data, STATE_FILE), JSON.stringify({
+      version: 1, savedSeconds: Date.now() / 1000, witnesses: {}, serverIds: {},
+      registration: [{ cluster: 'c1', app: 'a', history: spell }, { cluster: 'gone', app: 'b', history: spell }],
+    }));
+    // Neither upstream answers, so no app is judged before the stop.
+    const cfg = path.join(dir, 'c.yml');
+    fs.writeFileSync(cfg, `hypha:\n  name: main\n  server_url: http://127.0.0.1:${await freePort()}\n`
+      + `ray_clusters:\n  - name: c1\n    dashboard_url: http://127.0.0.1:${await freePort()}\n`);
+    for (let restart = 0; restart < 2; restart++) {
+      const h = exporterWithConfig({ file: cfg }, { storagePath: data });
+      h.exporter.start();
+      await h.exporter.stop();
+      const saved = JSON.parse(fs.readFileSync(path.join(data, STATE_FILE), 'utf8')) as PersistedState;
+      expect(saved.registration).toEqual([{ cluster: 'c1', app: 'a', history: spell }]);
+    }
   });
 });

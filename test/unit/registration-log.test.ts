@@ -92,7 +92,6 @@ describe('TransitionLog', () => {
   const reg = (state: AppRegistration['state'], since?: number, providerClientId?: string): AppRegistration => ({
     cluster: 'a', app: 'x', hypha: 'main', workspace: 'ws', service: 'ws/bridge:x', registered: state === 'registered', state,
     unregisteredSinceSeconds: since, clientIdMismatch: false, clientIdChangesTotal: 0, providerClientId, settled: true,
-    history: { birthObserved: true, everRegistered: false, clientIdChanges: 0 },
   });
 
   it('judges a missing state only on a Serve sample requested after the spell began; unknown request time judges at once', () => {

@@ -364,7 +364,7 @@ describe('Hypha registration in /api/v1/status and the transition log', () => {
       health: { ...newSourceHealth('hypha', 'local'), up, lastSuccessSeconds: at, ...(up ? {} : { lastError: 'connect ECONNREFUSED', lastErrorSeconds: at }) },
       reconnectsTotal: 0,
       generation: 1,
-      apps: [{ cluster: 'c1', app: 'two-step', hypha: 'local', workspace: WS, service: ID, registered: true, state: 'registered', clientIdMismatch: false, clientIdChangesTotal: 0, providerClientId: 'wk-1-3f2a9c1d', settled: true, history: { birthObserved: true, everRegistered: true, clientIdChanges: 0 }, ...reg }],
+      apps: [{ cluster: 'c1', app: 'two-step', hypha: 'local', workspace: WS, service: ID, registered: true, state: 'registered', clientIdMismatch: false, clientIdChangesTotal: 0, providerClientId: 'wk-1-3f2a9c1d', settled: true, ...reg }],
       workers: [{ worker: `${WS}/wk-1:bioengine-worker`, workspace: WS, clientId: 'wk-1', up: true, rayCluster: 'c1', apps: [{ app: 'two-step', status: 'RUNNING', serviceRegistered: reg.registered ?? true }] }],
     };
   }
