@@ -299,11 +299,15 @@ export function buildRules(c: MixinConfig): { recording: Group<RecordingRule>[];
   const expectedService =
     `{{ with printf "max without (instance) (hypha_serve_app_expected_service_info{${app}})" ${appArgs} | query }}{{ . | first | label "service" }}` +
     `{{ else }}{{ with printf "max without (instance) (last_over_time(hypha_serve_app_expected_service_info{${app}}[${B}]))" ${appArgs} | query }}{{ . | first | label "service" }}{{ else }}(unknown){{ end }}{{ end }}`;
-  // The current state of the live replicas; only in a gap the last one within the bridge (a replica that
-  // died keeps its last state in last_over_time for the whole bridge, which must not read as a second cause).
+  // The causes the live replicas report now; else their current state (a page held after the app came back:
+  // registered); only in a gap the last one within the bridge (a replica that died keeps its last state in
+  // last_over_time for the whole bridge, which must not read as a second cause). Causes first: in an HA pair
+  // the replica Prometheus has not scraped since the app left still says "registered", which is no cause.
   const stateQuery =
-    `printf "max without (instance) (hypha_serve_app_registration_state{${app}}) == 1 or on (job, ray_cluster, app, hypha) ` +
-    `max without (instance) (last_over_time(hypha_serve_app_registration_state{${app}}[${B}])) == 1" ${appArgs} ${appArgs} | query | sortByLabel "state"`;
+    `printf "max without (instance) (hypha_serve_app_registration_state{${app},state=~\\"missing_.*\\"}) == 1 ` +
+    `or on (job, ray_cluster, app, hypha) max without (instance) (hypha_serve_app_registration_state{${app}}) == 1 ` +
+    `or on (job, ray_cluster, app, hypha) max without (instance) (last_over_time(hypha_serve_app_registration_state{${app}}[${B}])) == 1" ` +
+    `${appArgs} ${appArgs} ${appArgs} | query | sortByLabel "state"`;
   const causeStates = `{{ range $i, $s := ${stateQuery} }}{{ if $i }}, {{ end }}{{ $s.Labels.state }}{{ else }}unknown{{ end }}`;
   const causeSentences =
     `{{ range $i, $s := ${stateQuery} }}{{ if $i }}; {{ end }}{{ $s.Labels.state }}: ` +
