@@ -3,6 +3,7 @@ import { appStatusClass, BIOENGINE_PROXY_DEPLOYMENT, crashedDeployments, FAILED_
 import type { ServiceInfo } from '../snapshot/hypha';
 import type { ExpectedService } from './expected';
 import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from '../snapshot/registration';
+import { registrationKey } from '../snapshot/restored';
 
 /** One app's evaluation; the stage adds the Hypha server it was judged on. */
 export type TrackedRegistration = Omit<AppRegistration, 'hypha'>;
@@ -157,7 +158,7 @@ export class RegistrationTracker {
     for (const app of apps) {
       const exp = expected.get(app.name);
       if (!exp) continue;
-      const key = `${cluster}\u0000${app.name}`;
+      const key = registrationKey(cluster, app.name);
       seen.add(key);
       let h = this.#history.get(key);
       if (!h || (h.deployedSeconds !== undefined && app.lastDeployedSeconds !== undefined && app.lastDeployedSeconds !== h.deployedSeconds)) {
@@ -232,7 +233,7 @@ export class RegistrationTracker {
       });
     }
     for (const key of [...this.#history.keys()]) {
-      if (key.startsWith(`${cluster}\u0000`) && !seen.has(key)) this.#history.delete(key);
+      if (key.startsWith(registrationKey(cluster, '')) && !seen.has(key)) this.#history.delete(key);
     }
     return out;
   }
@@ -265,11 +266,11 @@ export class RegistrationTracker {
 
   /** The worker client id this app's expected service was last derived from. */
   lastWorkerClientId(cluster: string, app: string): string | undefined {
-    return this.#history.get(`${cluster}\u0000${app}`)?.workerClientId;
+    return this.#history.get(registrationKey(cluster, app))?.workerClientId;
   }
 
   /** Forget a cluster entirely (removed from the config). */
   dropCluster(cluster: string): void {
-    for (const key of [...this.#history.keys()]) if (key.startsWith(`${cluster}\u0000`)) this.#history.delete(key);
+    for (const key of [...this.#history.keys()]) if (key.startsWith(registrationKey(cluster, ''))) this.#history.delete(key);
   }
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../util/log';
 import { REGISTRATION_STATES } from './registration';
-import type { Restored, SavedState } from './restored';
+import { registrationKey, Restored, SavedState } from './restored';
 
 // The little state that must survive an exporter restart, or a restart would end a page the
 // exporter cannot re-derive: the stale canary of a watched service (the incident-2 witness: a
@@ -57,10 +57,6 @@ const stateSchema = z.object({
 });
 
 export type PersistedState = z.infer<typeof stateSchema>;
-
-export function registrationKey(cluster: string, app: string): string {
-  return `${cluster}\u0000${app}`;
-}
 
 /** What the file keeps of the exporter's state: witnesses only while stale, histories of every judged app. */
 export function persistedStateOf(saved: SavedState, nowSeconds: number): PersistedState {

@@ -22,7 +22,7 @@ export interface Restored {
   savedSeconds: number;
   /** Stale canaries by watched service id. */
   witnesses: ReadonlyMap<string, CanaryRecord>;
-  /** Registration history by `${cluster}\u0000${app}`. */
+  /** Registration history by registrationKey(). */
   registration: ReadonlyMap<string, RegistrationHistory>;
   /** What each connection saw of its Hypha server's id, by serverIdKey(). */
   serverIds: ReadonlyMap<string, ServerIdFacts>;
@@ -36,6 +36,11 @@ export interface SavedState {
   serverIds: Map<string, ServerIdFacts>;
   /** The history of every app the registration stage judged. */
   registration: ReadonlyArray<{ cluster: string; app: string; history: RegistrationHistory }>;
+}
+
+/** Key of one app's registration history: in Restored and in the registration tracker that continues it. */
+export function registrationKey(cluster: string, app: string): string {
+  return `${cluster}\u0000${app}`;
 }
 
 /**

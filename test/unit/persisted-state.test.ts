@@ -3,11 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { RegistrationTracker, TrackerInput, ProviderIndex } from '../../src/registration/tracker';
 import {
-  loadPersistedState, MAX_RESTORE_AGE_SECONDS, PersistedState, persistedStateOf, PersistedStateWriter, registrationKey, STATE_FILE,
+  loadPersistedState, MAX_RESTORE_AGE_SECONDS, PersistedState, persistedStateOf, PersistedStateWriter, STATE_FILE,
 } from '../../src/snapshot/persisted';
 import { WatchState } from '../../src/sources/services/state';
 import { ServerIdWatch } from '../../src/sources/hypha/server-id';
-import { SavedState, serverIdKey } from '../../src/snapshot/restored';
+import { registrationKey, SavedState, serverIdKey } from '../../src/snapshot/restored';
 import type { ServeApp } from '../../src/snapshot/types';
 import { exporterWithConfig, memoryLogger } from '../helpers/exporter';
 import { freePort } from '../harness/ports';
