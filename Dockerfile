@@ -38,7 +38,8 @@ RUN --mount=type=secret,id=build_ca \
  && cp package-lock.json /opt/hypha-serve-exporter/ \
  && cd /opt/hypha-serve-exporter \
  && npm ci --omit=dev --no-audit --no-fund --ignore-scripts --loglevel=error \
- && rm package-lock.json
+ && rm package-lock.json \
+ && chmod 0755 dist/src/main.js
 
 # ---- runtime: Debian's nodejs, no compiler, no npm, no shell ----
 FROM debian:trixie-slim
@@ -56,13 +57,7 @@ COPY deploy/container/config.yml /etc/hypha-serve-exporter/config.yml
 # Nothing runs a shell at run time (exec-form entrypoint and healthcheck); removing it leaves an attacker
 # who gets code execution with one tool fewer. Last build step: nothing after it needs /bin/sh.
 RUN ["/bin/rm", "-f", "/bin/sh", "/bin/bash", "/bin/dash", "/usr/bin/sh", "/usr/bin/bash", "/usr/bin/dash", "/bin/rbash", "/usr/bin/rbash"]
-# Memory: a small young generation and glibc returning large blocks keep RSS near the live heap
-# (measured: 182 → ~95 MB at 1,000 apps, BENCHMARKS.md). With both set the bin does not relaunch itself
-# to apply them (src/cli/relaunch.ts); the third setting the relaunch adds, --optimize-for-size (Node
-# refuses it in NODE_OPTIONS), is in the ENTRYPOINT: 88–92 instead of 90–97 MB.
 ENV NODE_ENV=production \
-    NODE_OPTIONS=--max-semi-space-size=1 \
-    MALLOC_MMAP_THRESHOLD_=131072 \
     HYPHA_SERVE_EXPORTER_REVISION=${REVISION}
 USER 10001:10001
 # --storage.path (CMD): witnesses of stale proxies and registration history survive a restart or an upgrade
@@ -74,7 +69,10 @@ EXPOSE 9731
 # Exec form with node: works without a shell. HEALTHCHECK_URL overrides the probe (another port, TLS).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["/usr/bin/node", "-e", "const u=process.env.HEALTHCHECK_URL||'http://127.0.0.1:9731/-/healthy';require(u.startsWith('https')?'https':'http').get(u,{rejectUnauthorized:false},r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1)).setTimeout(4000,()=>process.exit(1))"]
-ENTRYPOINT ["/usr/bin/node", "--optimize-for-size", "/opt/hypha-serve-exporter/dist/src/main.js"]
+# The bin itself, as `npm install -g` installs it (npm pack does not keep its mode: chmod above). Its
+# interpreter line (src/cli/memory-settings.ts) has env(1) set MALLOC_MMAP_THRESHOLD_ and exec node with
+# --max-semi-space-size=1 --optimize-for-size: one process, ~90 instead of ~140 MB at 1,000 apps (BENCHMARKS.md).
+ENTRYPOINT ["/opt/hypha-serve-exporter/dist/src/main.js"]
 CMD ["--config.file=/etc/hypha-serve-exporter/config.yml", "--storage.path=/var/lib/hypha-serve-exporter"]
 LABEL org.opencontainers.image.title="hypha-serve-exporter" \
       org.opencontainers.image.description="Prometheus exporter for Ray Serve apps and their Hypha service registrations" \

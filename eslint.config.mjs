@@ -21,6 +21,19 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    // Type-aware rules, on every file a tsconfig covers (the project service picks the nearest one:
+    // src/status-page/browser/ has its own, with the DOM). A promise nobody awaits loses its rejection
+    // (an unhandled rejection ends the process) and its ordering; a fire-and-forget call says so with
+    // `void` and a comment where its errors are handled.
+    files: ['{src,scripts,bench,test,dashboards}/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/await-thenable': 'error',
+    },
+  },
+  {
     files: ['src/**/*.ts'],
     rules: {
       'max-len': ['error', { code: 160, ignoreUrls: true }],

@@ -1,12 +1,12 @@
 // Resident memory of the plain `hypha-serve-exporter` bin as `npx` or `npm install -g` users run
 // it: no NODE_OPTIONS, no MALLOC_* variables, no --expose-gc (so no forced GC: the figure is read
-// after an idle pause, as between two scrapes). The bin relaunches itself with its memory
-// settings (src/cli/relaunch.ts); both the exporter and the parent it leaves behind are measured.
+// after an idle pause, as between two scrapes). The bin's interpreter line applies its memory
+// settings (src/cli/memory-settings.ts): one process, checked here, with the settings in effect.
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { RELAUNCHED_ENV } from '../src/cli/relaunch';
+import { MMAP_THRESHOLD, MMAP_THRESHOLD_ENV, OPTIMIZE_FOR_SIZE_FLAG, SEMI_SPACE_FLAG } from '../src/cli/memory-settings';
 import { payloads, upstream } from './metrics-scale';
 import { spawnExporter } from '../test/harness/exporter-process';
 import type { Proc } from '../test/harness/proc';
@@ -14,13 +14,8 @@ import type { Proc } from '../test/harness/proc';
 export interface BinMemoryResult {
   apps: number;
   cycles: number;
-  /** The process that runs the exporter (the relaunched child, or the bin itself when it did not relaunch). */
+  /** The bin's process (the only one: a child would fail the run). */
   exporterRssMb: number;
-  /** The parent left behind by the relaunch (0 when there is none); most of its pages are the node binary, shared. */
-  parentRssMb: number;
-  /** Proportional set size of the parent: what it adds beyond the pages it shares with the exporter. */
-  parentPssMb: number;
-  relaunched: boolean;
   /** Time to the last byte of the first scrape after each sample (the body is rebuilt), ms: gzip as Prometheus asks, plain as a browser. */
   gzipScrapeMs: number[];
   plainScrapeMs: number[];
@@ -28,7 +23,7 @@ export interface BinMemoryResult {
   sampleMs: number[];
 }
 
-function statusKb(pid: number, file: 'status' | 'smaps_rollup', field: string): number {
+function statusKb(pid: number, file: 'status', field: string): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/${file}`, 'utf8'));
   if (!m) throw new Error(`/proc/${pid}/${file} has no ${field}`);
   return Number(m[1]);
@@ -66,7 +61,7 @@ export async function binMemory(apps: number, cycles: number, fraction: number, 
   const cfg = path.join(dir, 'c.yml');
   fs.writeFileSync(cfg, `ray_clusters:\n  - name: bench\n    dashboard_url: ${up.url}\n    interval: 5s\n    timeout: 60s\n    max_apps: 100000\n    max_response_bytes: 1000000000\n    proxy_probe: {enabled: false}\n`);
   const baseEnv = { ...process.env };
-  for (const k of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX', 'MALLOC_TRIM_THRESHOLD_', RELAUNCHED_ENV]) delete baseEnv[k];
+  for (const k of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX', 'MALLOC_TRIM_THRESHOLD_']) delete baseEnv[k];
   let bin: Proc | undefined;
   try {
     const ex = await spawnExporter({ name: 'bench-bin', config: { file: cfg }, baseEnv, env: extraEnv, logLevel: 'warn', waitReady: false });
@@ -90,22 +85,19 @@ export async function binMemory(apps: number, cycles: number, fraction: number, 
     }
     // Between two samples (the interval is 5 s), as a scrape would find it.
     await sleep(Number(process.env.BENCH_IDLE_MS ?? 3000));
-    const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    const exporterPid = children[0] ?? pid;
-    const relaunched = children.length > 0;
-    const result: BinMemoryResult = {
-      apps, cycles, relaunched,
-      exporterRssMb: statusKb(exporterPid, 'status', 'VmRSS') / 1024,
-      parentRssMb: relaunched ? statusKb(pid, 'status', 'VmRSS') / 1024 : 0,
-      parentPssMb: relaunched ? statusKb(pid, 'smaps_rollup', 'Pss') / 1024 : 0,
-      gzipScrapeMs, plainScrapeMs, sampleMs,
-    };
-    // SIGTERM to the bin's PID must stop the exporter too (the relaunch forwards it) and exit 0.
-    // To the bin's PID only, not its process group: the bin itself must pass it on.
+    // One process, node itself (env(1) exec'd it), with the settings in effect.
+    const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    if (children !== '') throw new Error(`bin-memory: the bin has child processes (${children})`);
+    const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    if (!argv.includes(SEMI_SPACE_FLAG) || !argv.includes(OPTIMIZE_FOR_SIZE_FLAG) || !environ.includes(`${MMAP_THRESHOLD_ENV}=${MMAP_THRESHOLD}`)) {
+      throw new Error(`bin-memory: the bin runs without its memory settings: ${argv.join(' ')}`);
+    }
+    const result: BinMemoryResult = { apps, cycles, exporterRssMb: statusKb(pid, 'status', 'VmRSS') / 1024, gzipScrapeMs, plainScrapeMs, sampleMs };
+    // SIGTERM to the bin's PID (not its process group) stops it with exit 0.
     process.kill(pid, 'SIGTERM');
     const code = await bin.exited;
     if (code !== 0) throw new Error(`bin-memory: the bin exited ${code} on SIGTERM`);
-    if (relaunched && fs.existsSync(`/proc/${exporterPid}`)) throw new Error('bin-memory: the relaunched exporter outlived the bin');
     return result;
   } finally {
     await bin?.stop('SIGKILL');

@@ -10,6 +10,7 @@ import zlib from 'node:zlib';
 import pino from 'pino';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { Exporter } from '../src/exporter/exporter';
+import { createApp } from '../src/server/app';
 import { servePayload } from './serve-payload';
 import { scrapeText } from '../test/helpers/exporter';
 import { parseFamilies } from '../test/helpers/exposition';
@@ -74,6 +75,64 @@ export interface MetricsScaleResult {
   gzipAfter1: number;
   plainBytes: number;
   gzipBytes: number;
+  /** Over HTTP on loopback, time to the last byte (p50, ms): the floor served by a bare http server, and /metrics plain and gzip, nothing changed. */
+  http: { floor: number; plain: number; gzip: number };
+}
+
+/** GET `url` on a keep-alive agent; ms to the last byte of the body as sent. */
+function timedGet(agent: http.Agent, url: string, encoding: 'gzip' | 'identity'): Promise<{ ms: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    http.get(url, { agent, headers: { 'accept-encoding': encoding } }, (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => resolve({ ms: performance.now() - t0, bytes }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+async function listen(handler: http.RequestListener): Promise<{ url: string; close(): Promise<void> }> {
+  const srv = http.createServer(handler);
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => {
+      srv.closeAllConnections();
+      srv.close(() => r());
+    }),
+  };
+}
+
+/** Steady /metrics over HTTP, alternating with the floor (the same series in prom-client behind a bare http server). */
+async function httpScrapes(exporter: Exporter, floor: Registry, rounds: number): Promise<{ floor: number; plain: number; gzip: number }> {
+  const ours = await listen(createApp(exporter, pino({ level: 'silent' })));
+  const bare = await listen((_req, res) => {
+    void floor.metrics().then((text) => {
+      res.setHeader('content-type', floor.contentType);
+      res.end(text);
+    });
+  });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const times = { floor: [] as number[], plain: [] as number[], gzip: [] as number[] };
+    for (let i = -2; i < rounds; i++) {
+      const f = await timedGet(agent, bare.url, 'identity');
+      const p = await timedGet(agent, `${ours.url}/metrics`, 'identity');
+      const g = await timedGet(agent, `${ours.url}/metrics`, 'gzip');
+      if (p.bytes < g.bytes * 5) throw new Error('the plain /metrics body is not plain');
+      // Two warm-up rounds (connections, JIT).
+      if (i < 0) continue;
+      times.floor.push(f.ms);
+      times.plain.push(p.ms);
+      times.gzip.push(g.ms);
+    }
+    return { floor: median(times.floor), plain: median(times.plain), gzip: median(times.gzip) };
+  } finally {
+    agent.destroy();
+    await ours.close();
+    await bare.close();
+  }
 }
 
 async function scrapeMs(exporter: Exporter, encoding: 'gzip' | 'identity'): Promise<{ ms: number; bytes: number }> {
@@ -112,6 +171,7 @@ export async function metricsScale(apps: number, rounds = 15): Promise<MetricsSc
     steadyTimes.push((await scrapeMs(exporter, 'identity')).ms);
     gzipTimes.push((await scrapeMs(exporter, 'gzip')).ms);
   }
+  const httpTimes = await httpScrapes(exporter, floor, rounds);
   const after = async (changed: string, encoding: 'gzip' | 'identity'): Promise<number> => {
     const xs: number[] = [];
     for (let i = 0; i < rounds; i++) {
@@ -130,13 +190,14 @@ export async function metricsScale(apps: number, rounds = 15): Promise<MetricsSc
   const gz = await exporter.metrics.scrape('prometheus', 'gzip');
   const gzipBytes = gz.bytes;
   // The gzip body decodes to the plain one (sanity: the benchmark measures a real answer).
-  const gzBody = Buffer.concat(gz.chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
+  const gzBody = Buffer.concat(gz.chunks);
   if (zlib.gunzipSync(gzBody).length < plainBytes * 0.99) throw new Error('gzip body does not decode to the plain body');
   await exporter.stop();
   await up.close();
   cfg.cleanup();
   return {
     apps, series, floor: median(floorTimes), steady: median(steadyTimes), after1, after100, gzipSteady: median(gzipTimes), gzipAfter1, plainBytes, gzipBytes,
+    http: httpTimes,
   };
 }
 

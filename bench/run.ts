@@ -7,6 +7,7 @@ import { registrationEval } from './registration-eval';
 import { writeSection } from './stats';
 import { metricsScale, processMemory } from './metrics-scale';
 import { binMemory, BinMemoryResult } from './bin-memory';
+import { webSecurity } from './web-security';
 
 const f = (x: number) => x.toFixed(1);
 
@@ -15,7 +16,8 @@ async function metricsTargets(file: string, write: boolean, churned?: Awaited<Re
   const x = (a: number, b: number) => `${(a / b).toFixed(3)}×`;
   const ok = (cond: boolean) => (cond ? 'yes' : '**no**');
   const m = await metricsScale(1000, Number(process.env.BENCH_ROUNDS ?? 21));
-  process.stdout.write('metrics scale done\n');
+  process.stdout.write(`metrics scale done; over HTTP: floor ${m.http.floor.toFixed(1)} ms, plain ${m.http.plain.toFixed(2)} ms, gzip ${m.http.gzip.toFixed(2)} ms\n`);
+  if (process.env.BENCH_ONLY === 'metrics-http') return;
   const tuned = { nodeFlags: ['--max-semi-space-size=1'], env: { MALLOC_MMAP_THRESHOLD_: '131072' } };
   const mem = await processMemory(1000, 10, 0.01);
   const memTuned = await processMemory(1000, 10, 0.01, tuned);
@@ -31,7 +33,8 @@ async function metricsTargets(file: string, write: boolean, churned?: Awaited<Re
   const text = [
     `Command: \`npm run bench\` (or \`npm run build && BENCH_ONLY=metrics node --expose-gc dist/bench/run.js\`), ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version}.`,
     `1,000 apps × 3 deployments (${m.series} series, ${(m.plainBytes / 1e6).toFixed(1)} MB of text), synthetic Ray 2.60 payload from loopback, proxy probes off. Times are p50 in ms of \`MetricsRenderer.scrape()\` (the /metrics handler without the socket),`,
-    'measured in one loop alternating with the floor: a bare prom-client registry holding the same series (`registry.metrics()`).',
+    'measured in one loop alternating with the floor: a bare prom-client registry holding the same series (`registry.metrics()`);',
+    'the "over HTTP" rows time a GET to its last byte on a keep-alive loopback connection, alternating with the same registry behind a bare `http` server.',
     '"after N% change" = the first scrape after a Ray sample in which N% of the apps changed (deploy time and every deployment status).',
     `RSS = the exporter alone in a child process (its upstream is the parent), after the cycles and a GC; "tuned" = ${tunedNote}.`,
     '',
@@ -43,8 +46,10 @@ async function metricsTargets(file: string, write: boolean, churned?: Awaited<Re
     `| gzip body size | ≤ 10% of plain | ${(m.plainBytes / 1e6).toFixed(2)} MB plain | ${(m.gzipBytes / 1e6).toFixed(3)} MB | ${((100 * m.gzipBytes) / m.plainBytes).toFixed(1)}% | ${ok(m.gzipBytes <= 0.1 * m.plainBytes)} |`,
     `| cached gzip scrape | ≤ 0.2× floor | ${m.floor.toFixed(1)} | ${m.gzipSteady.toFixed(2)} | ${x(m.gzipSteady, m.floor)} | ${ok(m.gzipSteady <= 0.2 * m.floor)} |`,
     `| gzip scrape after 1% change | — | ${m.floor.toFixed(1)} | ${m.gzipAfter1.toFixed(1)} | ${x(m.gzipAfter1, m.floor)} | |`,
+    `| plain scrape over HTTP, no change (time to last byte; floor: the registry behind a bare http server) | ≤ 0.1× floor | ${m.http.floor.toFixed(1)} | ${m.http.plain.toFixed(2)} | ${x(m.http.plain, m.http.floor)} | ${ok(m.http.plain <= 0.1 * m.http.floor)} |`,
+    `| gzip scrape over HTTP, no change | ≤ 0.05× floor | ${m.http.floor.toFixed(1)} | ${m.http.gzip.toFixed(2)} | ${x(m.http.gzip, m.http.floor)} | ${ok(m.http.gzip <= 0.05 * m.http.floor)} |`,
     ...binRows(bins, ok),
-    `| RSS, same, process alone with Node defaults (no relaunch; for comparison) | — | | ${mem.rssMb.toFixed(0)} MB (heap ${mem.heapUsedMb.toFixed(0)} MB) | | |`,
+    `| RSS, same, process alone with Node defaults (plain \`node\`, no interpreter line; for comparison) | — | | ${mem.rssMb.toFixed(0)} MB (heap ${mem.heapUsedMb.toFixed(0)} MB) | | |`,
     `| RSS, same, process alone, tuned (for comparison) | — | | ${memTuned.rssMb.toFixed(0)} MB (heap ${memTuned.heapUsedMb.toFixed(0)} MB) | | |`,
     `| RSS, 1k apps, 10 cycles of 100% change | — | | ${memWorst.rssMb.toFixed(0)} MB | | |`,
     `| heap over ${c.cycles} churn cycles (10 new apps each) | flat | | ${c.heapBeforeMb.toFixed(1)} → ${c.heapAfterMb.toFixed(1)} MB, series ${c.seriesFirst} → ${c.seriesLast} | | ${ok(c.heapAfterMb <= c.heapBeforeMb * 1.1 + 1)} |`,
@@ -74,21 +79,17 @@ const spread = (xs: number[]) => `${Math.min(...xs).toFixed(0)} / ${mid(xs).toFi
 
 /** One run of the plain bin, as a progress line. */
 function binRunLine(b: BinMemoryResult): string {
-  const parent = b.relaunched ? `, relaunch parent ${b.parentRssMb.toFixed(0)} MB RSS (${b.parentPssMb.toFixed(0)} MB PSS)` : ', no relaunch';
-  return `plain bin: exporter ${b.exporterRssMb.toFixed(0)} MB RSS${parent}; first scrape after a sample p50 gzip ${mid(b.gzipScrapeMs).toFixed(0)} ms, `
+  return `plain bin: one process, ${b.exporterRssMb.toFixed(0)} MB RSS; first scrape after a sample p50 gzip ${mid(b.gzipScrapeMs).toFixed(0)} ms, `
     + `plain ${mid(b.plainScrapeMs).toFixed(0)} ms; sample p50 ${b.sampleMs.length ? mid(b.sampleMs).toFixed(0) : '?'} ms`;
 }
 
 /** The target rows: the plain bin, no extra environment (bench/bin-memory.ts), min / median / max over the runs. */
 function binRows(runs: BinMemoryResult[], ok: (cond: boolean) => string): string[] {
   const rss = runs.map((b) => b.exporterRssMb);
-  const relaunched = runs.filter((b) => b.relaunched);
-  const parent = relaunched.length === 0 ? '' : ` + relaunch parent ${spread(relaunched.map((b) => b.parentRssMb))} MB RSS`
-    + ` (${spread(relaunched.map((b) => b.parentPssMb))} MB PSS)`;
   const all = (pick: (b: BinMemoryResult) => number[]) => runs.flatMap(pick);
   return [
     `| RSS, 1k apps, 10 cycles of 1% change, plain \`hypha-serve-exporter\` bin, no extra environment, ${runs.length} runs (min / median / max) | ≤ 100 MB | `
-      + `| exporter ${spread(rss)} MB${parent} | | ${ok(Math.max(...rss) <= 100)} |`,
+      + `| one process (no child), ${spread(rss)} MB | | ${ok(Math.max(...rss) <= 100)} |`,
     `| same runs: first scrape after a sample over HTTP, gzip / plain (p50, max); sample (p50, max) | — | `
       + `| ${mid(all((b) => b.gzipScrapeMs)).toFixed(0)} / ${mid(all((b) => b.plainScrapeMs)).toFixed(0)} ms `
       + `(max ${Math.max(...all((b) => b.gzipScrapeMs)).toFixed(0)} / ${Math.max(...all((b) => b.plainScrapeMs)).toFixed(0)} ms); `
@@ -104,7 +105,11 @@ async function main(): Promise<void> {
     process.stdout.write(`${binRows(await binMemoryRuns(), (c) => (c ? 'yes' : '**no**')).join('\n')}\n`);
     return;
   }
-  if (process.env.BENCH_ONLY === 'metrics') {
+  if (process.env.BENCH_ONLY === 'web') {
+    await webSection(file, write);
+    return;
+  }
+  if (process.env.BENCH_ONLY === 'metrics' || process.env.BENCH_ONLY === 'metrics-http') {
     await metricsTargets(file, write);
     return;
   }
@@ -168,6 +173,14 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${hangText}\n`);
   if (write) writeSection(file, 'hang', `## /metrics while an upstream hangs\n\n${hangText}`);
   await metricsTargets(file, write, c);
+  await webSection(file, write);
+}
+
+/** The endpoints under hostile clients (bench/web-security.ts). */
+async function webSection(file: string, write: boolean): Promise<void> {
+  const text = await webSecurity();
+  process.stdout.write(`\n${text}\n`);
+  if (write) writeSection(file, 'web-security', `## The endpoints under hostile clients\n\n${text}`);
 }
 
 main().catch((e) => {

@@ -2,6 +2,8 @@
 # Idempotent setup: everything the demo and the test suite need, pinned.
 # Re-running it on a machine that already has everything takes a few seconds.
 # SETUP_PROMETHEUS3=0 skips the Prometheus 3 build (local runs; tests then use only Debian's 2.42).
+# SETUP_ENGINES=0 skips Thanos, VictoriaMetrics and Alertmanager 0.35 (scripts/setup-engines.sh;
+# local runs: tests then leave those engines out, except in CI, which requires them).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -44,6 +46,8 @@ if [ "${SETUP_PROMETHEUS3:-1}" = 1 ]; then
   bash scripts/setup-prometheus3.sh &
   prom3_pid=$!
 fi
+# Thanos, VictoriaMetrics and Alertmanager 0.35 (issue 25's other engines) build beside it; SETUP_ENGINES=0 skips them.
+engines_pid=""; [ "${SETUP_ENGINES:-1}" = 1 ] && { bash scripts/setup-engines.sh & engines_pid=$!; }
 # Hypha and Ray pin conflicting web frameworks; each gets its own venv.
 make_venv ray scripts/requirements-ray.txt &
 p1=$!
@@ -56,6 +60,7 @@ if [ -n "$prom3_pid" ] && ! wait "$prom3_pid"; then
   echo "[setup] Prometheus 3 build failed (see above)" >&2
   exit 1
 fi
+[ -z "$engines_pid" ] || wait "$engines_pid" || { echo "[setup] engine builds failed (see above)" >&2; exit 1; }
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "npm ci"

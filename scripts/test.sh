@@ -7,6 +7,7 @@ cd "$root"
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 # setup.sh built Prometheus 3 (unless told not to), so a missing build is a failure, not a skip.
 [ "${SETUP_PROMETHEUS3:-1}" = 1 ] && export HSE_REQUIRE_PROMETHEUS3=1
+[ "${SETUP_ENGINES:-1}" = 1 ] && export HSE_REQUIRE_ENGINES=1
 mkdir -p test-artifacts
 rc=0
 
@@ -32,7 +33,7 @@ npm run --silent lint || { rc=1; lint_failed=1; }
 # INTEGRATION_LANES=1 runs everything one file at a time.
 alone=(ha-pair setup-idempotent)
 # Lane b keeps every install-* file (they apt-get and build images) and lane a none.
-lane_a=(e2e-incidents page-continuity hypha-registration status-page-browser dashboards-live prometheus-versions hypha-client services-witness)
+lane_a=(e2e-incidents page-continuity hypha-registration status-page-browser dashboards-live prometheus-versions hypha-client services-witness runbooks-apps)
 pattern() { local IFS='|'; echo "test/integration/($*)\\.test\\.ts$"; }
 if [ "${INTEGRATION_LANES:-2}" = 1 ]; then
   jest_run integration 45 --selectProjects integration --runInBand || rc=1

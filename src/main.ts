@@ -1,12 +1,12 @@
-#!/usr/bin/env node
-import type { Server } from 'node:http';
-import { memoryRelaunch, relaunch, watchParent } from './cli/relaunch';
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=1 --optimize-for-size
+import { missingMemorySettings } from './cli/memory-settings';
 import { checkUsage, FlagError, parseCheckFlags, Flags, parseFlags, parseListenAddress, usage } from './cli/flags';
-import type { WebConfig } from './server/web-config';
 import { VERSION, REVISION } from './util/version';
+import type { WebConfigReloader } from './server/web-config-reloader';
 
-// Only the flags are loaded before the memory relaunch (src/cli/relaunch.ts) is decided: the
-// parent it may leave behind stays small, so the rest is imported where it is used.
+// Line 1 starts node with the memory settings (src/cli/memory-settings.ts; INTERPRETER_LINE there
+// and a unit test keep the two equal). Only the flags are loaded up front: --help, --version and
+// check need nothing else, so the rest is imported where it is used.
 
 function fail(message: string): never {
   process.stderr.write(`hypha-serve-exporter: error: ${message}\n`);
@@ -57,27 +57,30 @@ async function main(): Promise<void> {
     process.stdout.write(`${r.summary}\n`);
     return;
   }
-  const plan = memoryRelaunch(process.env, process.execArgv);
-  if (plan) return relaunch(plan);
-  watchParent();
+  const missing = missingMemorySettings(process.env, process.execArgv);
+  if (missing.length > 0) {
+    const { createLogger } = await import('./util/log');
+    createLogger(flags.logLevel).info({ missing }, 'started without the bin\'s memory settings (plain `node`?): Node\'s defaults hold about 1.5× the '
+      + 'memory; run the hypha-serve-exporter bin itself, or node with them (docs/install.md#memory)');
+  }
   return serve(flags);
 }
 
 async function serve(flags: Flags): Promise<void> {
-  const [http, https, { ConfigError }, { Exporter }, { createLogger }, { createApp }, { loadWebConfig }] = await Promise.all([
-    import('node:http'), import('node:https'), import('./config/load'), import('./exporter/exporter'), import('./util/log'),
-    import('./server/app'), import('./server/web-config'),
+  const [{ ConfigError }, { Exporter }, { createLogger }, { createApp }, reloading, { listen }, { BcryptWorker }, { gateFor }] = await Promise.all([
+    import('./config/load'), import('./exporter/exporter'), import('./util/log'), import('./server/app'), import('./server/web-config-reloader'),
+    import('./server/listen'), import('./server/bcrypt-worker'), import('./server/web-gate'),
   ]);
-  let web: WebConfig = {};
+  const log = createLogger(flags.logLevel);
+  let web: WebConfigReloader | undefined;
   if (flags.webConfigFile !== undefined) {
     try {
-      web = loadWebConfig(flags.webConfigFile);
+      web = new reloading.WebConfigReloader(flags.webConfigFile, log);
     } catch (e) {
       if (e instanceof ConfigError) fail(e.message);
       throw e;
     }
   }
-  const log = createLogger(flags.logLevel);
   const filter = { allow: flags.metricAllowlist, deny: flags.metricDenylist };
   const exporter = new Exporter({ configFile: flags.configFile, log, storagePath: flags.storagePath, filter });
   try {
@@ -87,21 +90,24 @@ async function serve(flags: Flags): Promise<void> {
     throw e;
   }
   const { host, port } = parseListenAddress(flags.listenAddress);
-  const app = createApp(exporter, log, { users: web.users });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s: Server = web.tls ? https.createServer(web.tls, app) : http.createServer(app);
-    s.on('error', reject);
-    s.listen(port, host ?? '::', () => resolve(s));
-  }).catch((e: Error) => fail(`cannot listen on ${flags.listenAddress}: ${e.message}`));
+  // bcrypt on its own thread (server/bcrypt-worker.ts), started only when a web config is given.
+  const bcrypt = web ? new BcryptWorker() : undefined;
+  const app = createApp(exporter, log, { gate: web && bcrypt ? gateFor(web, bcrypt) : undefined });
+  const limits = { headerTimeoutMs: flags.webHeaderTimeoutMs, maxConnections: flags.webMaxConnections };
+  const { server } = await listen(app, log, { host, port, web, ...limits })
+    .catch((e: Error) => fail(`cannot listen on ${flags.listenAddress}: ${e.message}`));
+  web?.start();
   const addr = server.address();
+  const served = web?.current;
   log.info({
-    address: typeof addr === 'object' && addr ? `${addr.address}:${addr.port}` : String(addr), tls: web.tls !== undefined, basic_auth: web.users !== undefined,
-    version: VERSION,
+    address: typeof addr === 'object' && addr ? `${addr.address}:${addr.port}` : String(addr), tls: served?.tls !== undefined,
+    basic_auth: served?.users !== undefined && served.users.size > 0, version: VERSION,
   }, 'listening');
 
   process.on('SIGHUP', () => {
     log.info('SIGHUP received, reloading configuration');
     exporter.reload();
+    web?.check();
   });
   let stopping = false;
   const shutdown = (sig: string) => {
@@ -110,7 +116,8 @@ async function serve(flags: Flags): Promise<void> {
     log.info({ signal: sig }, 'shutting down');
     server.close();
     server.closeAllConnections();
-    void exporter.stop().finally(() => process.exit(0));
+    web?.stop();
+    void Promise.all([exporter.stop(), bcrypt?.close()]).finally(() => process.exit(0));
     setTimeout(() => process.exit(0), 5000).unref();
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));

@@ -7,6 +7,10 @@ export interface Flags {
   configFile: string;
   listenAddress: string;
   webConfigFile?: string;
+  /** --web.header-timeout: from a connection's opening (TLS handshake included) to a whole request header. */
+  webHeaderTimeoutMs: number;
+  /** --web.max-connections: connections kept open at once (one more closes the oldest idle one). */
+  webMaxConnections: number;
   /** Directory for the state that must survive a restart; undefined = memory only. */
   storagePath?: string;
   logLevel: LogLevel;
@@ -31,7 +35,21 @@ interface FlagSpec {
 export const FLAG_SPECS: FlagSpec[] = [
   { name: 'config.file', help: 'Path to the YAML configuration file.', default: 'hypha-serve-exporter.yml' },
   { name: 'web.listen-address', help: 'Address to listen on for /metrics and the status page ([host]:port).', default: DEFAULT_LISTEN_ADDRESS },
-  { name: 'web.config.file', help: 'Path to a web configuration file (exporter-toolkit format) enabling TLS and/or basic authentication.' },
+  {
+    name: 'web.config.file',
+    help: 'Path to a web configuration file (exporter-toolkit format): TLS, client certificates, basic authentication, rate limit, '
+      + 'response headers. Read again within a second when it or a file it names changes.',
+  },
+  {
+    name: 'web.header-timeout',
+    help: 'Longest time from a connection\'s opening (TLS handshake included) to a complete request header; slower connections are closed.',
+    default: '10s',
+  },
+  {
+    name: 'web.max-connections',
+    help: 'Connections kept open at once; one more closes the oldest that is not being answered (or is refused if all are).',
+    default: '1024',
+  },
   {
     name: 'storage.path',
     help: 'Directory where the state that must survive a restart is kept (stale-proxy witnesses, registration history). '
@@ -99,6 +117,17 @@ function readFlags(argv: readonly string[], specs: readonly FlagSpec[]): { value
   return { values, bools };
 }
 
+function positiveDuration(flag: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) throw new FlagError(`--${flag}: "${text}" is not a positive duration such as 10s or 500ms`);
+  return ms;
+}
+
+function positiveInteger(flag: string, text: string): number {
+  if (!/^[1-9]\d*$/.test(text)) throw new FlagError(`--${flag}: "${text}" is not a positive whole number`);
+  return Number(text);
+}
+
 function logLevelOf(values: Map<string, string>): LogLevel {
   const logLevel = values.get('log.level') ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -117,6 +146,8 @@ export function parseFlags(argv: readonly string[]): Flags {
     configFile: values.get('config.file') ?? 'hypha-serve-exporter.yml',
     listenAddress,
     webConfigFile: values.get('web.config.file'),
+    webHeaderTimeoutMs: positiveDuration('web.header-timeout', values.get('web.header-timeout') ?? '10s'),
+    webMaxConnections: positiveInteger('web.max-connections', values.get('web.max-connections') ?? '1024'),
     storagePath: values.get('storage.path') || undefined,
     logLevel,
     metricAllowlist: familyPatterns('metric-allowlist', values.get('metric-allowlist')),

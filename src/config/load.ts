@@ -64,7 +64,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /** Line/column of the YAML node at path (or of its nearest existing ancestor). */
-function locate(
+export function locate(
   doc: Document,
   lc: LineCounter,
   path: readonly PropertyKey[],

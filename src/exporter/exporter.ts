@@ -133,7 +133,18 @@ export class Exporter {
 
   /** The registration stage's fresh-sample request, served by that cluster's Ray source. */
   #sampleRayFresh(cluster: string): void {
+    // Not awaited: the stage reads the result from the store. Poller.runFresh never rejects (a failed cycle is the source's error, counted).
     void this.#sources.get(`ray/${cluster}`)?.source.sampleFresh?.();
+  }
+
+  /**
+   * Stops a replaced or removed source in the background: a reload must not wait on an upstream's goodbye.
+   * A failed stop is logged; `then` (forget its data) runs either way.
+   */
+  #stopInBackground(source: Source, then?: () => void): void {
+    void source.stop()
+      .catch((e: unknown) => this.opts.log.warn({ source: source.kind, target: source.target, error: errorMessage(e) }, 'stopping a source failed'))
+      .finally(then);
   }
 
   #apply(cfg: Config, restored?: Restored): void {
@@ -145,7 +156,7 @@ export class Exporter {
     for (const [key, s] of this.#sources) {
       if (!keep.has(key)) {
         const gone = s.source;
-        void gone.stop().then(() => gone.forget());
+        this.#stopInBackground(gone, () => gone.forget());
         this.#sources.delete(key);
       }
     }
@@ -159,7 +170,7 @@ export class Exporter {
       // Restarted by a reload: the successor continues what its predecessor hands over (taken before
       // stop, as last published); a key new to this process has nothing to continue.
       const previous = cur?.source.handoff();
-      if (cur) void cur.source.stop();
+      if (cur) this.#stopInBackground(cur.source);
       const source = d.create(previous);
       d.configure?.(source);
       this.#sources.set(d.key, { desired: d, source });

@@ -8,6 +8,7 @@ import {
 } from '../snapshot/types';
 import { isBioEngineApp } from '../registration/expected';
 import { REVISION, VERSION } from '../util/version';
+import { webConfigStatus } from './web-config-status';
 import type { MetricType } from './text';
 
 // The one declared list of every metric family the exporter serves, except the standard process_*
@@ -54,7 +55,25 @@ export interface HistogramSample {
 /** Receives one histogram series: label values in the family's label order (without `le`) and its data. */
 export type EmitHistogram = (labelValues: readonly (string | undefined)[], h: HistogramSample) => void;
 
-interface FamilyBase<S extends Scope> {
+/** A field of a scope's argument: a top-level key, or `key.sub` one level down (`health.up`). */
+type Field<T> = { [K in keyof T & string]: K | (NonNullable<T[K]> extends object ? `${K}.${keyof NonNullable<T[K]> & string}` : never) }[keyof T & string];
+
+/**
+ * Scopes whose units are compared on a projection, not on the whole argument: the fields their
+ * families read (a Hypha server sample carries the whole registry listing, which no family reads
+ * and which would cost a deep comparison of thousands of services per snapshot).
+ */
+interface ProjectedScopes {
+  hypha: Field<HyphaServerSample>;
+}
+type Reads<S extends Scope> = S extends keyof ProjectedScopes
+  ? {
+    /** Every field of the argument the family's sample() reads: the unit's cache key is built from these (units()). */
+    reads: readonly ProjectedScopes[S][];
+  }
+  : { reads?: never };
+
+type FamilyBase<S extends Scope> = Reads<S> & {
   name: string;
   help: string;
   /** Label names in exposition order; a histogram's `_bucket` lines add `le` after them. */
@@ -63,26 +82,27 @@ interface FamilyBase<S extends Scope> {
   /** Operator-facing meaning for the docs tables (markdown). */
   doc: string;
   scope: S;
-}
-interface ValueFamily<S extends Scope> extends FamilyBase<S> {
+};
+type ValueFamily<S extends Scope> = FamilyBase<S> & {
   type: Exclude<MetricType, 'histogram'>;
   sample: (x: ScopeArgs[S], emit: Emit) => void;
-}
-interface HistogramFamily<S extends Scope> extends FamilyBase<S> {
+};
+type HistogramFamily<S extends Scope> = FamilyBase<S> & {
   type: 'histogram';
   /** Upper bounds of the buckets, ascending, without +Inf. */
   buckets: readonly number[];
   sample: (x: ScopeArgs[S], emit: EmitHistogram) => void;
-}
+};
 type FamilyDef<S extends Scope> = ValueFamily<S> | HistogramFamily<S>;
 export type AnyFamily = { [S in Scope]: FamilyDef<S> }[Scope];
 
-function fam<S extends Scope>(def: ValueFamily<S>): AnyFamily {
-  return def as unknown as AnyFamily;
+// Both keep the literal name, so FamilyName is the union of every declared family's name.
+function fam<S extends Scope, N extends string>(def: ValueFamily<S> & { name: N }): AnyFamily & { name: N } {
+  return def as unknown as AnyFamily & { name: N };
 }
 
-function histogram<S extends Scope>(def: HistogramFamily<S>): AnyFamily {
-  return def as unknown as AnyFamily;
+function histogram<S extends Scope, N extends string>(def: HistogramFamily<S> & { name: N }): AnyFamily & { name: N } {
+  return def as unknown as AnyFamily & { name: N };
 }
 
 /** One 0/1 series per known state plus the observed value when it is unknown (open enum). */
@@ -110,7 +130,7 @@ const regLabels = (x: ScopeArgs['registration']) => [x.a.cluster, x.a.app, x.hyp
 /** Cached holders whose client id could be read this cycle (the others have no series). */
 const readHolders = (w: WatchedServiceSample) => w.cached.filter((c) => c.clientId !== undefined);
 
-export const FAMILIES: readonly AnyFamily[] = [
+export const FAMILIES = [
   // ------------------------------------------------------------ the exporter itself
   fam({
     name: 'hypha_serve_exporter_build_info', type: 'gauge', labels: ['version', 'revision', 'nodejs'], stability: 'stable', scope: 'process',
@@ -129,6 +149,36 @@ export const FAMILIES: readonly AnyFamily[] = [
     help: 'When the configuration was last loaded successfully (Unix seconds).',
     doc: 'time of the last successful load',
     sample: (x, emit) => emit([], x.reload?.lastSuccessSeconds ?? 0),
+  }),
+  // --web.config.file, read again when it or its files change (src/server/web-config-reloader.ts): no
+  // series without that flag.
+  fam({
+    name: 'hypha_serve_exporter_web_config_last_reload_successful', type: 'gauge', labels: [], stability: 'stable', scope: 'process',
+    help: '1 when the web config (--web.config.file) and the files it names were last read and applied; 0 while a changed one cannot be applied.',
+    doc: '1 if the web config served matches the files on disk; 0 while a change to `--web.config.file` or a certificate, key or CA file it names '
+      + 'cannot be applied (the previous one is still served: a renewed certificate is not); absent without `--web.config.file`',
+    sample: (_x, emit) => {
+      const w = webConfigStatus();
+      if (w) emit([], w.ok ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_exporter_web_config_last_reload_success_timestamp_seconds', type: 'gauge', labels: [], stability: 'stable', scope: 'process',
+    help: 'When the web config was last loaded and applied (Unix seconds).',
+    doc: 'time the web config (and the certificate it names) was last loaded and applied; absent without `--web.config.file`',
+    sample: (_x, emit) => {
+      const w = webConfigStatus();
+      if (w) emit([], w.lastSuccessSeconds);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_exporter_web_config_reload_failures_total', type: 'counter', labels: [], stability: 'stable', scope: 'process',
+    help: 'Changes to the web config or its files that could not be applied (the previous one kept).',
+    doc: 'changed contents of the web config or its files that could not be applied, each counted once; absent without `--web.config.file`',
+    sample: (_x, emit) => {
+      const w = webConfigStatus();
+      if (w) emit([], w.failuresTotal);
+    },
   }),
   // The process's own footprint, hand-made in the exporter's namespace before the standard process_*
   // families (prom-client's default collectors, process.ts) were served: deprecated aliases kept
@@ -499,12 +549,14 @@ export const FAMILIES: readonly AnyFamily[] = [
   // ------------------------------------------------------------ Hypha registration and BioEngine workers
   fam({
     name: 'hypha_serve_hypha_reconnects_total', type: 'counter', labels: ['target'], stability: 'stable', scope: 'hypha',
+    reads: ['target', 'reconnectsTotal'],
     help: 'Connections to the Hypha server rebuilt after the first one.',
     doc: 'Hypha connections rebuilt after the first',
     sample: (h, emit) => emit([h.target], h.reconnectsTotal),
   }),
   fam({
     name: 'hypha_serve_hypha_connection_generation', type: 'gauge', labels: ['target'], stability: 'stable', scope: 'hypha',
+    reads: ['target', 'generation'],
     help: 'Number of the current Hypha connection (1 = the first); moves on every rebuild.',
     doc: 'number of the current Hypha connection',
     sample: (h, emit) => {
@@ -513,6 +565,7 @@ export const FAMILIES: readonly AnyFamily[] = [
   }),
   fam({
     name: 'hypha_serve_hypha_server_info', type: 'gauge', labels: ['target', 'server_id'], stability: 'stable', scope: 'hypha',
+    reads: ['target', 'health.up', 'serverId'],
     help: 'The id of the Hypha server the registry connection is connected to; always 1.',
     doc: '1; `server_id` is the id the Hypha server reports on the current connection (its built-in services, the artifact manager among them, '
       + 'are provided by client `server_id`); absent while not connected',
@@ -522,6 +575,7 @@ export const FAMILIES: readonly AnyFamily[] = [
   }),
   fam({
     name: 'hypha_serve_hypha_server_id_changed', type: 'gauge', labels: ['target'], stability: 'stable', scope: 'hypha',
+    reads: ['target', 'health.up', 'serverIdChanged'],
     help: '1 when the Hypha server came back (a rebuilt connection) under another server id than before, 0 when it came back under the same id; '
       + 'absent until the exporter has seen a comeback.',
     doc: '1 if the last time the registry connection was rebuilt the server reported another id than before (a server without a fixed '
@@ -534,6 +588,7 @@ export const FAMILIES: readonly AnyFamily[] = [
   }),
   fam({
     name: 'hypha_serve_hypha_malformed_entries_total', type: 'counter', labels: ['target'], stability: 'experimental', scope: 'hypha',
+    reads: ['target', 'malformedTotal'],
     help: 'Malformed entries skipped in Hypha registry listings.',
     doc: 'malformed entries skipped in Hypha registry listings',
     sample: (h, emit) => emit([h.target], h.malformedTotal),
@@ -624,7 +679,10 @@ export const FAMILIES: readonly AnyFamily[] = [
       }
     },
   }),
-];
+] as const satisfies readonly AnyFamily[];
+
+/** The name of a declared family: the rules generator takes metric names as this type, so a misspelt one fails to compile. */
+export type FamilyName = (typeof FAMILIES)[number]['name'];
 
 /** Receives one exposition sample: its metric name (a histogram's with its suffix), label names and values, and value. */
 export type SampleSink = (name: string, labelNames: readonly string[], labelValues: readonly (string | undefined)[], value: number) => void;
@@ -665,6 +723,18 @@ export interface Unit<S extends Scope> {
 }
 
 const SEP = '\u0000';
+
+/** Every field the families of a projected scope read, in a stable order: the data its units are compared on. */
+export function scopeReads<S extends keyof ProjectedScopes>(scope: S): readonly ProjectedScopes[S][] {
+  const all = FAMILIES.flatMap((f) => (f.scope === scope ? (f.reads as readonly ProjectedScopes[S][]) : []));
+  return [...new Set(all)].sort();
+}
+const HYPHA_READS = scopeReads('hypha');
+
+/** The values of `fields` (`a` or `a.b`) of `x`, in their order. */
+function readFields(x: object, fields: readonly string[]): unknown[] {
+  return fields.map((path) => path.split('.').reduce<unknown>((v, k) => (v === undefined || v === null ? undefined : (v as Record<string, unknown>)[k]), x));
+}
 
 /**
  * The units of one scope in a snapshot, in a stable order. This is the single place that decides
@@ -714,8 +784,7 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number): Gen
     case 'hypha':
       for (const h of s.hypha?.values() ?? []) {
         if (!isKnown(h.health)) continue;
-        const data = [h.target, h.reconnectsTotal, h.generation, h.malformedTotal, h.health.up, h.serverId, h.serverIdChanged];
-        yield { key: h.target, arg: h, data } as U;
+        yield { key: h.target, arg: h, data: readFields(h, HYPHA_READS) } as U;
       }
       return;
     case 'registration':

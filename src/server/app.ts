@@ -1,18 +1,17 @@
-import express, { Express, Request, Response } from 'express';
+import express, { Express, NextFunction, Request, Response } from 'express';
 import type { Exporter } from '../exporter/exporter';
 import type { Logger } from '../util/log';
-import { basicAuth } from './web-config';
 import { statusPageRouter } from './status-page-routes';
 import { statusApiRouter } from './status-api';
 import { negotiateEncoding, negotiateFormat } from '../metrics/negotiate';
 
 /** HTTP endpoints. Nothing here waits on an upstream: all answers come from the snapshot. */
-export function createApp(exporter: Exporter, log: Logger, opts: { users?: Map<string, string> } = {}): Express {
+export function createApp(exporter: Exporter, log: Logger, opts: { gate?: (req: Request, res: Response, next: NextFunction) => void } = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // Every endpoint, /-/reload included, is behind basic auth when the web config has users.
-  if (opts.users && opts.users.size > 0) app.use(basicAuth(opts.users));
+  // Every endpoint, /-/reload included, is behind the web config's headers, rate limit and basic auth (web-gate.ts).
+  if (opts.gate) app.use(opts.gate);
 
   app.get('/metrics', async (req: Request, res: Response) => {
     try {
@@ -25,8 +24,10 @@ export function createApp(exporter: Exporter, log: Logger, opts: { users?: Map<s
         res.end();
         return;
       }
-      for (const c of body.chunks.slice(0, -1)) res.write(c);
-      res.end(body.chunks[body.chunks.length - 1]);
+      // Corked: the head and the few body buffers leave in one writev (end() uncorks).
+      res.cork();
+      for (const c of body.chunks) res.write(c);
+      res.end();
     } catch (e) {
       log.error({ error: (e as Error).message }, 'rendering /metrics failed');
       res.status(500).type('text/plain').send('internal error rendering metrics\n');

@@ -49,6 +49,7 @@ export class Poller {
   #tick(): void {
     if (this.#stopped) return;
     const started = Date.now();
+    // runOnce never rejects: a failed cycle goes to onError.
     void this.runOnce().then(() => {
       if (this.#stopped) return;
       const wait = Math.max(0, this.intervalMs - (Date.now() - started));

@@ -21,9 +21,11 @@ export const SOURCE_ERROR_KINDS = [
   'bad_json', // the answer is not JSON
   'schema', // the answer did not have the shape we need
   'auth', // token rejected (HTTP 401/403), workspace mismatch or not accessible, permission denied
-  // A token this server accepted before now fails its signature check (set by HyphaClient, never by classify).
+  'auth_signature', // token refused because its signature does not verify (counted as auth)
+  // An auth_signature refusal of a token this server accepted before (set by HyphaClient, never by classify).
   'auth_secret_changed',
   'not_found', // "Service not found", target peer/client or method gone
+  'manager_not_found', // a not_found addressed to the workspace manager (*/manager-<server id>): the server id changed
   'never_sent', // failed to send: the connection is closed or reconnecting
   'connection_lost', // the connection went away while the call was in flight (it may have run)
   'remote', // any other error raised by the remote side (a Hypha call)

@@ -1,13 +1,17 @@
 /**
  * The one builder of the way from an exporter to a page: Prometheus scraping the exporter with the shipped rules
  * (or their test override), Alertmanager 0.25 with the example routing, and a webhook receiver standing in for
- * pager and chat. The stack builds its own with it; the end-to-end replays build one more per Prometheus version.
- * Every process ends by PID.
+ * pager and chat. The stack builds its own with it; the end-to-end replays build one more per Prometheus version,
+ * and one per other rule engine (startEngineChain: Thanos Ruler, VictoriaMetrics vmalert) with the same rule
+ * files, Alertmanager and receiver. Every process ends by PID.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { Alertmanager, startAlertmanager } from './alertmanager';
-import { PrometheusServer, startPrometheus } from './prometheus';
+import { firingAlertNames, queryVector } from './engine-api';
+import { PrometheusServer, Sample, startPrometheus } from './prometheus';
+import { startThanosRuler, ThanosRuler } from './thanos';
+import { startVictoriaMetrics, VictoriaMetrics, VM_EVAL_DELAY_MS } from './victoriametrics';
 import { repoRoot } from './proc';
 import { overriddenRuleFiles } from './rules-override';
 import { startWebhookReceiver } from './webhook-receiver';
@@ -40,6 +44,13 @@ export interface AlertChain {
   stop(): Promise<void>;
 }
 
+/** The shipped rule files (forDivisor 1) or their test override in a temp dir (`dir`, to remove after). */
+function ruleFiles(forDivisor: number): { files: string[]; dir: string } {
+  return forDivisor === 1
+    ? { files: ['alerts.yml', 'recording.yml'].map((f) => path.join(repoRoot(), 'rules', f)), dir: '' }
+    : overriddenRuleFiles({ forDivisor, minFor: '5s' });
+}
+
 /** Starts receiver, Alertmanager and Prometheus; resolves once the exporter is scraped and no rule fails. */
 export async function startAlertChain(o: AlertChainOptions): Promise<AlertChain> {
   const started: Array<() => Promise<void>> = [];
@@ -53,9 +64,7 @@ export async function startAlertChain(o: AlertChainOptions): Promise<AlertChain>
       webhookBase: receiver.url, groupWait: o.groupWait, groupInterval: o.groupInterval, repeatInterval: o.groupWait ? '1h' : undefined,
     });
     started.push(() => alertmanager.stop());
-    const rules = o.forDivisor === 1
-      ? { files: ['alerts.yml', 'recording.yml'].map((f) => path.join(repoRoot(), 'rules', f)), dir: '' }
-      : overriddenRuleFiles({ forDivisor: o.forDivisor, minFor: '5s' });
+    const rules = ruleFiles(o.forDivisor);
     if (rules.dir) started.push(async () => fs.rmSync(rules.dir, { recursive: true, force: true }));
     const prometheus = await startPrometheus({
       ...(o.prometheusBinary ? { binary: o.prometheusBinary } : {}),
@@ -71,6 +80,77 @@ export async function startAlertChain(o: AlertChainOptions): Promise<AlertChain>
     const bad = (await prometheus.rules()).flatMap((g) => g.rules).filter((r) => r.health === 'err');
     if (bad.length) throw new Error(`Prometheus ${prometheus.version.raw}: rules failing: ${bad.map((r) => `${r.name}: ${r.lastError}`).join('; ')}`);
     return { prometheus, alertmanager, receiver, pagesLog: o.pagesLog, stop: stopAll };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+/** The rule engines other than Prometheus that the replays run (test/harness/engines.ts builds them). */
+export type RuleEngine = 'thanos' | 'victoriametrics';
+
+export interface EngineChain {
+  /** e.g. "Thanos 0.42.4" or "VictoriaMetrics 1.151.0". */
+  label: string;
+  /** How the engine is wired, for logs. */
+  describe: string;
+  alertmanager: Alertmanager;
+  receiver: WebhookReceiver;
+  pagesLog: string;
+  /** An instant query of what the engine's rules read (Thanos query; VictoriaMetrics, which answers 30 s behind). */
+  vector(expr: string): Promise<Sample[]>;
+  /** Names of the alerts the engine has firing (thanos rule's or vmalert's /api/v1/alerts). */
+  firing(): Promise<string[]>;
+  /** How much later than Prometheus the engine evaluates what it sees (vmalert's -rule.evalDelay; 0 for Thanos). */
+  lagMs: number;
+  stop(): Promise<void>;
+}
+
+export type EngineChainOptions = Omit<AlertChainOptions, 'prometheusBinary'>;
+
+/**
+ * The same way to a page as startAlertChain, with another engine evaluating the same rule files (the
+ * shipped ones or the same test override) at the same evaluation interval: receiver, Alertmanager 0.25
+ * with the example routing, then the engine scraping the exporter(s). Resolves once every rule evaluates
+ * without error.
+ */
+export async function startEngineChain(engine: RuleEngine, o: EngineChainOptions): Promise<EngineChain> {
+  const started: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const s of started.reverse()) await s().catch(() => undefined);
+  };
+  try {
+    const receiver = await startWebhookReceiver(o.pagesLog);
+    started.push(() => receiver.close());
+    const alertmanager = await startAlertmanager({
+      webhookBase: receiver.url, groupWait: o.groupWait, groupInterval: o.groupInterval, repeatInterval: o.groupWait ? '1h' : undefined,
+    });
+    started.push(() => alertmanager.stop());
+    const rules = ruleFiles(o.forDivisor);
+    if (rules.dir) started.push(async () => fs.rmSync(rules.dir, { recursive: true, force: true }));
+    const common = {
+      exporterTargets: o.exporterTargets, job: EXPORTER_JOB, ruleFiles: rules.files, scrapeInterval: o.scrapeInterval,
+      evaluationInterval: o.evaluationInterval, alertmanagerUrl: alertmanager.url,
+    };
+    const base = { alertmanager, receiver, pagesLog: o.pagesLog, stop: stopAll };
+    if (engine === 'thanos') {
+      const t: ThanosRuler = await startThanosRuler(common);
+      started.push(() => t.stop());
+      return {
+        ...base, label: `Thanos ${t.version}`, lagMs: 0,
+        describe: `Thanos ${t.version}: thanos rule (stateful, --eval-interval=${o.evaluationInterval}) → thanos query ${t.queryUrl} → sidecar of Prometheus ${t.prometheus.version.raw} + the ruler's store`,
+        vector: (expr) => queryVector(t.queryUrl, expr),
+        firing: () => firingAlertNames(t.ruleUrl),
+      };
+    }
+    const v: VictoriaMetrics = await startVictoriaMetrics(common);
+    started.push(() => v.stop());
+    return {
+      ...base, label: `VictoriaMetrics ${v.version}`, lagMs: VM_EVAL_DELAY_MS,
+      describe: `VictoriaMetrics ${v.version}: vmalert (-evaluationInterval=${o.evaluationInterval}, -rule.evalDelay 30s) → victoria-metrics ${v.vmUrl} (remote write and read there too)`,
+      vector: (expr) => queryVector(v.vmUrl, expr),
+      firing: () => firingAlertNames(v.vmalertUrl),
+    };
   } catch (e) {
     await stopAll();
     throw e;

@@ -1,7 +1,9 @@
 /**
- * A real Alertmanager (Debian's /usr/bin/prometheus-alertmanager, 0.25) with the shipped
- * routing example, its webhook URLs pointed at a local receiver and its timers shortened
- * for tests. Free loopback ports, private data dir, ended by PID.
+ * A real Alertmanager (Debian's /usr/bin/prometheus-alertmanager, 0.25, or another build such as
+ * 0.35 from scripts/setup-engines.sh, see engines.ts) with the shipped routing example, its webhook
+ * URLs pointed at a local receiver and its timers shortened for tests. Free loopback ports, private
+ * data dir, ended by PID. The flags used here mean the same in 0.25 and 0.35; a 0.35 built from the
+ * module proxy has no web UI (its bundle is not in the module) and the same /api/v2, /-/ready.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,6 +21,15 @@ export interface AlertmanagerOptions {
   groupWait?: string;
   groupInterval?: string;
   repeatInterval?: string;
+  /** The Alertmanager binary (default: $ALERTMANAGER_BIN, else Debian's 0.25). */
+  binary?: string;
+}
+
+export const DEFAULT_ALERTMANAGER_BIN = '/usr/bin/prometheus-alertmanager';
+
+/** The binary a start with these options runs. */
+export function alertmanagerBinary(o: Pick<AlertmanagerOptions, 'binary'>): string {
+  return o.binary ?? process.env.ALERTMANAGER_BIN ?? DEFAULT_ALERTMANAGER_BIN;
 }
 
 interface Route {
@@ -49,6 +60,8 @@ export function alertmanagerConfig(o: AlertmanagerOptions): string {
 
 export interface Alertmanager {
   url: string;
+  /** The binary that runs. */
+  binary: string;
   proc: Proc;
   stop(): Promise<void>;
 }
@@ -58,14 +71,19 @@ export async function startAlertmanager(o: AlertmanagerOptions): Promise<Alertma
   const cfgFile = path.join(dir, 'alertmanager.yml');
   fs.writeFileSync(cfgFile, alertmanagerConfig(o));
   const [port, clusterPort] = await freePorts(2);
-  const proc = startProc('alertmanager', process.env.ALERTMANAGER_BIN ?? '/usr/bin/prometheus-alertmanager', [
+  const binary = alertmanagerBinary(o);
+  const proc = startProc('alertmanager', binary, [
     `--config.file=${cfgFile}`, `--storage.path=${dir}/data`, `--web.listen-address=127.0.0.1:${port}`,
     `--cluster.listen-address=127.0.0.1:${clusterPort}`, '--cluster.advertise-address=127.0.0.1:' + clusterPort, '--log.level=warn',
   ]);
   const url = `http://127.0.0.1:${port}`;
-  await waitFor('alertmanager ready', async () => (await fetch(`${url}/-/ready`)).ok, 30_000);
+  await waitFor('alertmanager ready', async () => {
+    if (proc.child.exitCode !== null) throw new Error(`${binary} exited: ${proc.output().slice(-2000)}`);
+    return (await fetch(`${url}/-/ready`)).ok;
+  }, 30_000);
   return {
     url,
+    binary,
     proc,
     async stop() {
       await proc.stop();

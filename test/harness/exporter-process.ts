@@ -11,6 +11,17 @@ import { Proc, repoRoot, startProc, waitFor } from './proc';
 
 export const EXPORTER_BIN = path.join(repoRoot(), 'dist', 'src', 'main.js');
 
+/**
+ * The command the kernel runs for a script: its interpreter line (`#!interpreter optional-arg`) with the
+ * script's path after it. The bin's line is env(1) with the memory settings (src/cli/memory-settings.ts),
+ * so the exporter runs as installed, one process, without needing the mode bit tsc does not set.
+ */
+export function interpreterCommand(script: string): [string, string[]] {
+  const m = /^#!\s*(\S+)(?:\s+(.*?))?\s*$/.exec(fs.readFileSync(script, 'utf8').split('\n', 1)[0]);
+  if (!m) throw new Error(`${script} has no interpreter line`);
+  return [m[1], [...(m[2] ? [m[2]] : []), script]];
+}
+
 export interface ExporterProcessOptions {
   /** Names the process and its log file under test-artifacts/. */
   name: string;
@@ -58,8 +69,9 @@ export async function spawnExporter(o: ExporterProcessOptions): Promise<Exporter
     if (tmp !== undefined) fs.rmSync(tmp, { recursive: true, force: true });
   };
   const port = o.port ?? (await freePort());
-  const proc = startProc(o.name, process.execPath, [
-    EXPORTER_BIN, `--config.file=${configFile}`, `--web.listen-address=127.0.0.1:${port}`, `--log.level=${o.logLevel ?? 'debug'}`,
+  const [command, bin] = interpreterCommand(EXPORTER_BIN);
+  const proc = startProc(o.name, command, [
+    ...bin, `--config.file=${configFile}`, `--web.listen-address=127.0.0.1:${port}`, `--log.level=${o.logLevel ?? 'debug'}`,
     ...(o.storagePath === undefined ? [] : [`--storage.path=${o.storagePath}`]),
     ...(o.args ?? []),
   ], { env: { ...(o.baseEnv ?? process.env), ...o.env } });

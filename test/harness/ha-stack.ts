@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { AlertmanagerOptions, alertmanagerConfig } from './alertmanager';
+import { AlertmanagerOptions, alertmanagerBinary, alertmanagerConfig } from './alertmanager';
 import { freePorts } from './ports';
 import { PrometheusServer, startPrometheus } from './prometheus';
 import { Proc, repoRoot, startProc, waitFor } from './proc';
@@ -48,7 +48,7 @@ export function exampleClusterFlags(): { passThrough: string[]; has: Set<string>
 }
 
 /**
- * `n` Alertmanager 0.25 peers with the shipped routing (examples/alertmanager.yml, webhooks
+ * `n` Alertmanager peers (`o.binary`, default Debian's 0.25) with the shipped routing (examples/alertmanager.yml, webhooks
  * pointed at `o.webhookBase`), each naming every other as --cluster.peer; resolves once every
  * peer sees all `n` members and reports the cluster ready.
  */
@@ -63,7 +63,7 @@ export async function startAlertmanagerCluster(n: number, o: AlertmanagerOptions
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), `am${i}-`));
       fs.writeFileSync(path.join(dir, 'alertmanager.yml'), cfgText);
       const host = `127.0.0.1:${ports[i]}`;
-      const proc = startProc(`alertmanager-${i}`, process.env.ALERTMANAGER_BIN ?? '/usr/bin/prometheus-alertmanager', [
+      const proc = startProc(`alertmanager-${i}`, alertmanagerBinary(o), [
         `--config.file=${path.join(dir, 'alertmanager.yml')}`, `--storage.path=${dir}/data`, `--web.listen-address=${host}`,
         `--cluster.listen-address=${clusterAddrs[i]}`, `--cluster.advertise-address=${clusterAddrs[i]}`,
         ...clusterAddrs.filter((_, j) => j !== i).map((a) => `--cluster.peer=${a}`),

@@ -390,6 +390,9 @@ async function startRayOnce(opts: RayStartOptions): Promise<RayCluster> {
     RAY_SERVE_HANDLE_AUTOSCALING_METRIC_PUSH_INTERVAL_S: '1',
     RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S: '1',
     PYTHONPATH: [RAY_APPS_DIR, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+    // As on a Ray image, `python` on the node is the interpreter Ray runs with, so a job entrypoint
+    // `python -c 'import ray ...'` (the runbooks' wake-up) finds Ray.
+    PATH: [path.dirname(rayBin), process.env.PATH].filter(Boolean).join(path.delimiter),
     PYTHONDONTWRITEBYTECODE: '1',
     // Python's own temp files (e.g. the dashboard's multiprocessing forkserver dir) then go away with tempDir.
     TMPDIR: tempDir,

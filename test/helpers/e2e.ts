@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { startAlertChain } from '../harness/alert-path';
+import { RuleEngine, startAlertChain, startEngineChain } from '../harness/alert-path';
 import type { Stack } from '../harness/stack';
 import { artifactsDir, waitFor } from '../harness/proc';
-import type { PrometheusServer } from '../harness/prometheus';
+import type { PrometheusServer, Sample } from '../harness/prometheus';
 import { assertPrometheusBinaries, PrometheusVersion } from '../harness/prometheus-versions';
 
 type Receiver = Stack['receiver'];
@@ -12,33 +12,53 @@ type Receiver = Stack['receiver'];
 export const measured: Array<{ scenario: string; alert: string; ms: number; prometheus?: string }> = [];
 
 /**
- * Records one fault-to-page time. Entries of every Prometheus version share the scenario name
- * (bench/time-to-page.ts reads the first match: the stack's own Debian 2.42 path records first).
+ * Records one fault-to-page time. Entries of every alert path share the scenario name; `prometheus`
+ * is the path's label: a Prometheus version ("2.42", "3.16") or another engine ("Thanos 0.42.4",
+ * "VictoriaMetrics 1.151.0"). bench/time-to-page.ts reads the first match: the stack's own Debian
+ * 2.42 path records first.
  */
 export function recordTime(scenario: string, alert: string, ms: number, prometheus?: string): void {
   measured.push({ scenario, alert, ms, ...(prometheus ? { prometheus } : {}) });
-  const on = prometheus ? ` [Prometheus ${prometheus}]` : '';
+  const on = prometheus ? (/^\d/.test(prometheus) ? ` [Prometheus ${prometheus}]` : ` [${prometheus}]`) : '';
   process.stdout.write(`[e2e] ${scenario}${on}: fault → ${alert} delivered to the webhook in ${(ms / 1000).toFixed(1)} s\n`);
   fs.writeFileSync(path.join(artifactsDir(), 'e2e-times.json'), JSON.stringify(measured, null, 2));
 }
 
 /**
- * One Prometheus version's way from the exporter to a page: its Prometheus (the shipped rules with
- * the same test override), its own Alertmanager 0.25 with the example routing, its own webhook
- * receiver. Separate Alertmanagers, because two Prometheus servers sending identical alerts to one
- * would be deduplicated into a single page and hide a version that does not page.
+ * One rule engine's way from the exporter to a page: a Prometheus version, Thanos Ruler or vmalert
+ * (the shipped rules with the same test override), its own Alertmanager 0.25 with the example
+ * routing, its own webhook receiver. Separate Alertmanagers, because two engines sending identical
+ * alerts to one would be deduplicated into a single page and hide an engine that does not page.
  */
 export interface AlertPath {
-  /** Prometheus version label, e.g. "2.42" or "3.16". */
+  /** A Prometheus version ("2.42", "3.16") or another engine ("Thanos 0.42.4", "VictoriaMetrics 1.151.0"). */
   label: string;
-  prometheus: PrometheusServer;
+  /** How the engine is wired and its exact version, for the log. */
+  describe: string;
   receiver: Receiver;
+  /** Instant query of the series the engine's rules read (its Prometheus, Thanos query, VictoriaMetrics). */
+  vector(expr: string): Promise<Sample[]>;
+  /** Names of the alerts the engine has firing (its /api/v1/alerts; not yet routed). */
+  firing(): Promise<string[]>;
+  /**
+   * How much later than Prometheus this engine evaluates what it sees (vmalert's -rule.evalDelay):
+   * a window in which a look-alike must stay silent is extended by it.
+   */
+  lagMs: number;
   stop(): Promise<void>;
+}
+
+function prometheusPath(label: string, prometheus: PrometheusServer, receiver: Receiver, stop: () => Promise<void>): AlertPath {
+  return {
+    label, describe: `Prometheus ${prometheus.version.raw}`, receiver, lagMs: 0, stop,
+    vector: (expr) => prometheus.vector(expr),
+    firing: async () => (await prometheus.alerts()).filter((a) => a.state === 'firing').map((a) => a.labels.alertname),
+  };
 }
 
 /** The stack's own Prometheus (whatever binary it started), as an alert path. */
 export function stackAlertPath(stack: Stack): AlertPath {
-  return { label: `${stack.prometheus.version.major}.${stack.prometheus.version.minor}`, prometheus: stack.prometheus, receiver: stack.receiver, stop: async () => undefined };
+  return prometheusPath(`${stack.prometheus.version.major}.${stack.prometheus.version.minor}`, stack.prometheus, stack.receiver, async () => undefined);
 }
 
 export interface ExtraPathOptions {
@@ -61,7 +81,20 @@ export async function startAlertPath(stack: Stack, version: PrometheusVersion, o
     ...o, exporterTargets: [new URL(stack.exporterUrl).host], prometheusBinary: version.prometheus,
     pagesLog: path.join(artifactsDir(), `pages-prometheus-${version.label}-${Date.now()}.log`),
   });
-  return { label: version.label, prometheus: chain.prometheus, receiver: chain.receiver, stop: chain.stop };
+  return prometheusPath(version.label, chain.prometheus, chain.receiver, chain.stop);
+}
+
+/**
+ * An alert path on another rule engine (Thanos Ruler through its querier, or vmalert on a
+ * single-node VictoriaMetrics), scraping the stack's exporter with the same rule files, evaluation
+ * interval and Alertmanager timers as the Prometheus paths, so the same real faults are judged by it.
+ */
+export async function startEngineAlertPath(stack: Stack, engine: RuleEngine, o: ExtraPathOptions): Promise<AlertPath> {
+  const chain = await startEngineChain(engine, {
+    ...o, exporterTargets: [new URL(stack.exporterUrl).host],
+    pagesLog: path.join(artifactsDir(), `pages-${engine}-${Date.now()}.log`),
+  });
+  return { label: chain.label, describe: chain.describe, receiver: chain.receiver, vector: chain.vector, firing: chain.firing, lagMs: chain.lagMs, stop: chain.stop };
 }
 
 /** Waits for a firing notification of `alert` (matching labels) delivered after `since`; returns the delay. */
@@ -82,9 +115,9 @@ export function pagesSince(via: { receiver: Receiver }, alert: string, since: nu
   return via.receiver.pages.filter((p) => p.receivedAt >= since && p.alerts.some((x) => x.status === 'firing' && x.labels.alertname === alert && Object.entries(labels).every(([k, v]) => x.labels[k] === v))).length;
 }
 
-/** Names of alerts Prometheus currently has firing (not yet routed). */
-export async function firingInPrometheus(via: { prometheus: PrometheusServer }): Promise<string[]> {
-  return (await via.prometheus.alerts()).filter((a) => a.state === 'firing').map((a) => a.labels.alertname);
+/** Names of alerts the path's engine currently has firing (not yet routed). */
+export async function firingInEngine(via: Pick<AlertPath, 'firing'>): Promise<string[]> {
+  return via.firing();
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

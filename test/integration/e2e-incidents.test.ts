@@ -1,23 +1,40 @@
 // End-to-end replays: a real fault in real Hypha / Ray Serve → exporter → Prometheus
 // evaluating the shipped rules (with the documented test override: `for:` ÷ 10) →
 // Alertmanager with the example routing → a page at the webhook receiver.
-// Every replay is evaluated by each Prometheus version at once (Debian 2.42, the stack's own, and
-// Prometheus 3 from scripts/setup-prometheus3.sh), each with its own Alertmanager 0.25 and receiver:
-// one set of real faults, a page (or its absence) asserted per version, no extra run time.
+// Every replay is evaluated by each rule engine at once, each with its own Alertmanager 0.25 and
+// receiver: Debian's Prometheus 2.42 (the stack's own), Prometheus 3 from scripts/setup-prometheus3.sh,
+// and from scripts/setup-engines.sh Thanos Ruler (stateful, through a querier over a sidecar and the
+// ruler's own store) and vmalert on a single-node VictoriaMetrics (test/harness/alert-path.ts,
+// startEngineChain). One set of real faults, a page (or its absence) asserted per engine, no extra
+// run time. The look-alikes (a fixed-id Hypha restart, a rolling update, two brief registration
+// flaps, Hypha down) must stay silent on every engine; their silence windows are extended by an
+// engine's evaluation delay (vmalert evaluates 30 s in the past, AlertPath.lagMs).
 // Services start once for the suite; every process ends by PID.
 import { Stack, startStack } from '../harness/stack';
 import { waitFor } from '../harness/proc';
 import { rayAppConfig } from '../harness/ray';
 import { prometheusVersions } from '../harness/prometheus-versions';
-import { AlertPath, firingInPrometheus, pagesSince, recordTime, sleep, stackAlertPath, startAlertPath, waitForPage } from '../helpers/e2e';
+import { engineListed, ENGINE_VERSIONS } from '../harness/engines';
+import type { RuleEngine } from '../harness/alert-path';
+import {
+  AlertPath, firingInEngine, pagesSince, recordTime, sleep, stackAlertPath, startAlertPath, startEngineAlertPath, waitForPage,
+} from '../helpers/e2e';
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { metricNamesInExposition, metricNamesUsedByRules } from '../helpers/rule-metrics';
-import { startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
+import { Registrant, startRegistrant, startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
 
 jest.setTimeout(900_000);
 
 const FOR_DIVISOR = 10;
 const TIMING = { scrapeInterval: '1s', evaluationInterval: '1s', groupWait: '1s', groupInterval: '2s' } as const;
+/** The rule engines besides Prometheus, when built (required in CI and by scripts/test.sh: then a missing build fails beforeAll). */
+const ENGINES: RuleEngine[] = (['thanos', 'victoriametrics'] as const).filter((e) => engineListed(e));
+const ENGINE_LABELS: Record<RuleEngine, string> = {
+  thanos: `Thanos ${ENGINE_VERSIONS.thanos.slice(1)}`, victoriametrics: `VictoriaMetrics ${ENGINE_VERSIONS.victoriametrics.slice(1)}`,
+};
+/** A plain Serve app mapped by a template to a service the test registers itself, so its registration can flap on cue. */
+const LOOKALIKE_APP = 'lookalike';
+const LOOKALIKE_CLIENT = 'e2e-lookalike';
 
 describe('end-to-end incident replays', () => {
   let stack: Stack;
@@ -39,14 +56,16 @@ describe('end-to-end incident replays', () => {
       canaryWitnessMax: '40s',
       hyphaServerId: 'e2e-fixed',
       // The BioEngine worker's client id is known here; in production it is discovered.
-      exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {interval: 2s}\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
+      exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {interval: 2s}\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`
+        + `      templates:\n        - {service: "{workspace}/${LOOKALIKE_CLIENT}:{app}", include: "^${LOOKALIKE_APP}$"}\n`,
     });
     paths.push(stackAlertPath(stack));
     for (const v of prometheusVersions()) {
       if (v.prometheus === stack.prometheus.binary) continue;
       paths.push(await startAlertPath(stack, v, { forDivisor: FOR_DIVISOR, ...TIMING }));
     }
-    process.stdout.write(`[e2e] replays evaluated on Prometheus ${paths.map((p) => `${p.label} (${p.prometheus.version.raw})`).join(' and ')}\n`);
+    for (const e of ENGINES) paths.push(await startEngineAlertPath(stack, e, { forDivisor: FOR_DIVISOR, ...TIMING }));
+    process.stdout.write(`[e2e] replays evaluated on:\n${paths.map((p) => `  ${p.label}: ${p.describe}`).join('\n')}\n`);
   });
 
   afterAll(async () => {
@@ -55,9 +74,12 @@ describe('end-to-end incident replays', () => {
     await stack?.stop();
   });
 
-  test('every Prometheus version the suite requires has an alert path', () => {
-    expect(paths.map((p) => p.label)).toEqual(prometheusVersions().map((v) => v.label));
+  test('every Prometheus version and rule engine the suite requires has an alert path', () => {
+    expect(paths.map((p) => p.label)).toEqual([...prometheusVersions().map((v) => v.label), ...ENGINES.map((e) => ENGINE_LABELS[e])]);
   });
+
+  /** The longest evaluation delay of any path: a look-alike's silence window is extended by it. */
+  const maxLag = () => Math.max(...paths.map((p) => p.lagMs));
 
   const metric = async (expr: string) => (await stack.prometheus.vector(expr)).map((s) => Number(s.value[1]));
 
@@ -96,7 +118,7 @@ describe('end-to-end incident replays', () => {
     // 1b: RUNNING since deploy, never registered (the readiness gate waits for a replica that never comes).
     for (const p of paths) {
       const page1b = await waitForPage(p, 'HyphaServeAppRunningNotRegistered', t0, 240_000, { app: 'be-wait' }, '/pager');
-      const wait1b = await p.prometheus.vector('hypha_serve_app_unregistered_since_timestamp_seconds{app="be-wait"}');
+      const wait1b = await p.vector('hypha_serve_app_unregistered_since_timestamp_seconds{app="be-wait"}');
       const since1b = wait1b.length ? Number(wait1b[0].value[1]) * 1000 : t0;
       recordTime('incident 1b (deployed at 0, never registered)', 'HyphaServeAppRunningNotRegistered', p.receiver.firing('HyphaServeAppRunningNotRegistered', '/pager').filter((x) => x.alerts.some((a) => a.labels.app === 'be-wait'))[0].receivedAt - since1b, p.label);
       expect([p.label, page1b.annotations.cause]).toEqual([p.label, 'missing_never_registered']);
@@ -119,13 +141,84 @@ describe('end-to-end incident replays', () => {
     await waitFor('apps gone', async () => (await stack.prometheus.vector('hypha_serve_app_status{app=~"be-.*"}')).length === 0, 120_000, 1000);
   });
 
+  it('look-alikes: two brief registration flaps and a rolling update page on no engine', async () => {
+    // A plain app (Front + Worker, Worker kept at 1 replica so no deployment idles at zero and no cause is
+    // proven final): its service is registered by this test, standing in for the proxy, so each flap is as
+    // long as the test says. Real Ray Serve, real Hypha registry events.
+    const base = rayAppConfig('two-step.yaml').applications[0];
+    const lookalike = (cpus: number) => ({
+      ...base, name: LOOKALIKE_APP, route_prefix: `/${LOOKALIKE_APP}`,
+      deployments: (base.deployments ?? []).map((d) => ({
+        ...d, ray_actor_options: { num_cpus: cpus },
+        ...(d.autoscaling_config ? { autoscaling_config: { ...(d.autoscaling_config as Record<string, unknown>), min_replicas: 1, initial_replicas: 1 } } : {}),
+      })),
+    });
+    const registrants: Registrant[] = [];
+    const register = async () => {
+      const r = await startRegistrant({ serverUrl: stack.hypha.url, token: stack.hypha.rootToken, prefix: 'unused', app: LOOKALIKE_APP, clientId: LOOKALIKE_CLIENT, type: 'generic' });
+      registrants.push(r);
+      await r.register();
+      return r;
+    };
+    const state = () => registration(LOOKALIKE_APP);
+    const timeline: string[] = [];
+    const mark = (t0: number, what: string) => timeline.push(`+${((Date.now() - t0) / 1000).toFixed(1)} s ${what}`);
+    try {
+      let reg = await register();
+      await stack.ray.deploy({ applications: [lookalike(0.1)] });
+      await stack.ray.waitApp(LOOKALIKE_APP, (a) => a.status === 'RUNNING', 240_000);
+      await waitFor('lookalike registered', async () => (await state()) === 'registered', 120_000, 250);
+      const t0 = Date.now();
+      // Flap 1: the service is unregistered for ~5 s (the provider stays connected).
+      await reg.unregister();
+      await waitFor('flap 1 seen', async () => (await state()) !== 'registered', 30_000, 100);
+      mark(t0, `flap 1: ${await state()}`);
+      await sleep(5_000);
+      await reg.register();
+      await waitFor('flap 1 over', async () => (await state()) === 'registered', 30_000, 100);
+      mark(t0, 'registered again');
+      await sleep(10_000);
+      // Flap 2: the provider's connection drops (Hypha removes its services) and it reconnects ~5 s later.
+      await reg.disconnect();
+      await waitFor('flap 2 seen', async () => (await state()) !== 'registered', 30_000, 100);
+      mark(t0, `flap 2: ${await state()}`);
+      await sleep(5_000);
+      reg = await register();
+      await waitFor('flap 2 over', async () => (await state()) === 'registered', 30_000, 100);
+      mark(t0, 'registered again');
+      // A rolling update: new replica options make Serve replace every replica (DEPLOYING); the old proxy's
+      // service goes with its replica and the new one registers a few seconds after the app is RUNNING.
+      await stack.ray.deploy({ applications: [lookalike(0.12)] });
+      await stack.ray.waitApp(LOOKALIKE_APP, (a) => a.status === 'DEPLOYING', 60_000);
+      mark(t0, 'rolling update: DEPLOYING');
+      await reg.disconnect();
+      await stack.ray.waitApp(LOOKALIKE_APP, (a) => a.status === 'RUNNING', 240_000);
+      mark(t0, `rolling update: RUNNING, registration ${await state()}`);
+      await sleep(3_000);
+      reg = await register();
+      await waitFor('registered after the rolling update', async () => (await state()) === 'registered', 30_000, 100);
+      mark(t0, 'registered again');
+      process.stdout.write(`[e2e] look-alikes: ${timeline.join('; ')}\n`);
+      // Longer than the uncertain wait (5m ÷ 10), group_wait and any engine's evaluation delay.
+      await sleep(40_000 + maxLag());
+      for (const p of paths) {
+        const paged = p.receiver.pages.filter((x) => x.receivedAt >= t0).flatMap((x) => x.alerts).filter((a) => a.status === 'firing' && a.labels.app === LOOKALIKE_APP);
+        expect([p.label, paged.map((a) => a.labels.alertname)]).toEqual([p.label, []]);
+      }
+    } finally {
+      for (const r of registrants) await r.disconnect().catch(() => undefined);
+      await stack.ray.deleteAllApps();
+    }
+    await waitFor('lookalike gone', async () => (await stack.prometheus.vector(`hypha_serve_app_status{app="${LOOKALIKE_APP}"}`)).length === 0, 120_000, 1000);
+  });
+
   it('benign: Hypha restarts with the same server id → no stale-proxy page', async () => {
     await waitFor('artifact manager watched', async () => (await metric('hypha_serve_service_providers{service="public/artifact-manager"}'))[0] === 1, 120_000, 500);
     const t0 = Date.now();
     await stack.hypha.restart({ serverId: 'e2e-fixed' });
     await waitFor('exporter sees Hypha again', async () => (await metric('min(hypha_serve_source_up{source="hypha"})'))[0] === 1, 120_000, 500);
-    // Longer than the overridden for: (2m ÷ 10) plus group_wait, after recovery.
-    await sleep(30_000);
+    // Longer than the overridden for: (2m ÷ 10) plus group_wait, after recovery (and any engine's evaluation delay).
+    await sleep(30_000 + maxLag());
     for (const p of paths) expect([p.label, pagesSince(p, 'HyphaServiceCachedProxyStale', t0)]).toEqual([p.label, 0]);
     expect(await metric('max(hypha_serve_service_cached_stale)')).toEqual([0]);
   });
@@ -145,7 +238,7 @@ describe('end-to-end incident replays', () => {
     const t1 = Date.now();
     await stack.hypha.startServer({ serverId: 'e2e-fixed' });
     for (const p of paths) {
-      await waitFor(`source-down resolved on ${p.label}`, async () => !(await firingInPrometheus(p)).includes('HyphaServeSourceDown'), 180_000, 1000);
+      await waitFor(`source-down resolved on ${p.label}`, async () => !(await firingInEngine(p)).includes('HyphaServeSourceDown'), 180_000, 1000);
       await waitFor(`resolved notification on ${p.label}`, async () => p.receiver.pages.some((x) => x.receivedAt >= t1 && x.alerts.some((a) => a.status === 'resolved' && a.labels.alertname === 'HyphaServeSourceDown')), 60_000, 500);
       expect([p.label, pagesSince(p, 'HyphaServiceCachedProxyStale', t0)]).toEqual([p.label, 0]);
     }

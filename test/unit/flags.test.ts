@@ -2,7 +2,9 @@ import { FlagError, parseFlags, parseListenAddress, usage } from '../../src/cli/
 
 describe('flags', () => {
   it('defaults', () => {
-    expect(parseFlags([])).toEqual({ configFile: 'hypha-serve-exporter.yml', listenAddress: ':9731', logLevel: 'info', help: false, version: false, configCheck: false });
+    expect(parseFlags([])).toEqual({ configFile: 'hypha-serve-exporter.yml', listenAddress: ':9731', logLevel: 'info', help: false, version: false, configCheck: false,
+      webHeaderTimeoutMs: 10_000, webMaxConnections: 1024,
+    });
   });
   it('accepts --name=value and --name value', () => {
     const f = parseFlags(['--config.file=a.yml', '--web.listen-address', '127.0.0.1:1234', '--log.level=debug', '--version']);
@@ -15,6 +17,8 @@ describe('flags', () => {
     [['--config.file'], /needs a value/],
     [['--web.listen-address=9731'], /not \[host\]:port/],
     [['--web.listen-address=:99999'], /out of range/],
+    [['--web.header-timeout=0s'], /web\.header-timeout: "0s" is not a positive duration/],
+    [['--web.max-connections=0'], /web\.max-connections: "0" is not a positive whole number/],
   ])('rejects %j', (argv, re) => {
     expect(() => parseFlags(argv as string[])).toThrow(FlagError);
     expect(() => parseFlags(argv as string[])).toThrow(re as RegExp);

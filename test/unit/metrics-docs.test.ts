@@ -9,19 +9,19 @@ import { withTable } from '../../scripts/gen-metrics-docs';
 const root = path.resolve(__dirname, '..', '..');
 
 describe('generated metrics docs', () => {
-  it('docs/metrics.md is up to date (run: npm run build && node dist/scripts/gen-metrics-docs.js)', async () => {
-    expect(fs.readFileSync(path.join(root, 'docs', 'metrics.md'), 'utf8')).toBe(await metricsMarkdown());
+  it('docs/metrics.md is up to date (run: npm run build && node dist/scripts/gen-metrics-docs.js)', () => {
+    expect(fs.readFileSync(path.join(root, 'docs', 'metrics.md'), 'utf8')).toBe(metricsMarkdown());
   });
 
-  it('the README table between the markers is up to date', async () => {
+  it('the README table between the markers is up to date', () => {
     const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
     expect(readme).toContain(README_START);
     expect(readme).toContain(README_END);
-    expect(withTable(readme, await readmeTable())).toBe(readme);
+    expect(withTable(readme, readmeTable())).toBe(readme);
   });
 
-  it('documents every family once, with per-unit series figures for the table families', async () => {
-    const docs = await familyDocs();
+  it('documents every family once, with per-unit series figures for the table families', () => {
+    const docs = familyDocs();
     const names = docs.map((d) => d.name);
     expect(new Set(names).size).toBe(names.length);
     for (const f of FAMILIES) expect(names).toContain(f.name);
@@ -30,10 +30,10 @@ describe('generated metrics docs', () => {
     expect(docs.find((d) => d.name === 'hypha_serve_app_registration_state')?.series).toBe(8);
   });
 
-  it('a drifted table is detected', async () => {
+  it('a drifted table is detected', () => {
     const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
     const edited = readme.replace('| `hypha_serve_app_status` | gauge |', '| `hypha_serve_app_status` | counter |');
     expect(edited).not.toBe(readme);
-    expect(withTable(edited, await readmeTable())).not.toBe(edited);
+    expect(withTable(edited, readmeTable())).not.toBe(edited);
   });
 });

@@ -3,7 +3,9 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { FAMILIES, scopeReads } from '../../src/metrics/families';
 import { MetricsRenderer } from '../../src/metrics/renderer';
+import type { HyphaServerSample } from '../../src/snapshot/hypha';
 import { escapeLabelValue, sampleLine } from '../../src/metrics/text';
 import { SnapshotStore } from '../../src/snapshot/store';
 import { newSourceHealth, RayClusterSample, ServeApp, Snapshot } from '../../src/snapshot/types';
@@ -162,5 +164,74 @@ describe('pre-rendered lines per unit', () => {
     // Anchored: a prefix alone matches nothing.
     r.setFilter({ allow: [/^(?:hypha_serve_app)$/] });
     expect(parseExposition(await scrapeText(r))).toEqual([]);
+  });
+});
+
+describe('the Hypha scope\'s render-cache key is what its families read', () => {
+  type Rec = Record<string, unknown>;
+  /** The fields (`a`, or `health.b` one level down) that `sample` reads of `x`. */
+  const fieldsRead = (sample: (x: never, emit: () => void) => void, x: HyphaServerSample): Set<string> => {
+    const seen = new Set<string>();
+    const watch = (o: Rec, prefix: string): Rec => new Proxy(o, {
+      get(target, prop) {
+        const v = target[prop as string];
+        if (typeof prop !== 'string') return v;
+        // One level down (health.up: what of it is read counts); collections (registry, workers) count as one field.
+        if (prefix === '' && v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Map)) return watch(v as Rec, `${prop}.`);
+        seen.add(`${prefix}${prop}`);
+        return v;
+      },
+    });
+    sample(watch(x as unknown as Rec, '') as never, () => undefined);
+    return seen;
+  };
+  const server = (o: Partial<HyphaServerSample> = {}): HyphaServerSample => ({
+    ...(hyphaParts({ target: 'h', reconnectsTotal: 2, generation: 3, malformedTotal: 1 }).hypha?.get('h') as HyphaServerSample),
+    serverId: 'srv-1', workspace: 'ws', ...o,
+  });
+  // Every branch of the families' sample functions: up and down, ids known and not, comebacks seen and not.
+  const variants = [
+    server(), server({ serverIdChanged: true }), server({ serverIdChanged: false, generation: 0 }), server({ serverId: undefined }),
+    server({ health: { ...newSourceHealth('hypha', 'h'), up: false } }),
+  ];
+  const hyphaFamilies = FAMILIES.filter((f) => f.scope === 'hypha');
+
+  it('every Hypha family reads only the fields it declares (a field read but not declared would serve a stale line)', () => {
+    expect(hyphaFamilies.length).toBeGreaterThan(0);
+    for (const f of hyphaFamilies) {
+      const read = new Set(variants.flatMap((v) => [...fieldsRead(f.sample as never, v)]));
+      expect({ family: f.name, undeclared: [...read].filter((k) => !(f.reads ?? []).includes(k as never)) }).toEqual({ family: f.name, undeclared: [] });
+    }
+    // The check can fail: a family reading a field it does not declare is caught.
+    const stale = (h: HyphaServerSample, emit: (v: readonly string[], n: number) => void) => emit([h.target], h.listedSeconds);
+    expect([...fieldsRead(stale as never, server())].sort()).toEqual(['listedSeconds', 'target']);
+    // The key is the union of what they declare.
+    expect(scopeReads('hypha')).toEqual([...new Set(hyphaFamilies.flatMap((f) => f.reads ?? []))].sort());
+  });
+
+  it('a change to any declared field re-renders the server\'s lines; the registry listing, which no family reads, does not', async () => {
+    const store = storeWith({ ray: new Map() });
+    store.setHyphaServer(server());
+    const r = new MetricsRenderer(store);
+    const strip = (x: string) => [...seriesSet(parseExposition(x))].filter((l) => l.startsWith('hypha_serve_hypha_')).sort();
+    await scrapeText(r);
+    const changed: Record<string, Partial<HyphaServerSample>> = {
+      reconnectsTotal: { reconnectsTotal: 5 }, generation: { generation: 7 }, malformedTotal: { malformedTotal: 9 }, serverId: { serverId: 'srv-2' },
+      serverIdChanged: { serverIdChanged: true }, 'health.up': { health: { ...newSourceHealth('hypha', 'h'), up: false } },
+    };
+    for (const field of scopeReads('hypha')) {
+      if (field === 'target') continue; // the unit's identity: another target is another unit
+      expect(changed[field]).toBeDefined();
+      store.setHyphaServer(server(changed[field]));
+      const incremental = strip(await scrapeText(r));
+      expect({ field, lines: incremental }).toEqual({ field, lines: strip(await scrapeText(new MetricsRenderer(store))) });
+      store.setHyphaServer(server());
+      await scrapeText(r);
+    }
+    const before = r.stats.unitsRendered;
+    const listing = new Map([['ws', [{ id: 'ws/c:s', workspace: 'ws', clientId: 'c', serviceId: 's' }]]]);
+    store.setHyphaServer(server({ registry: listing, listedSeconds: 99, workspace: 'other' }));
+    await scrapeText(r);
+    expect(r.stats.unitsRendered).toBe(before);
   });
 });

@@ -40,13 +40,13 @@ describe('kind -> label mappers', () => {
     const reasons = Object.fromEntries(SOURCE_ERROR_KINDS.map((k) => [k, sampleReason(k)]));
     expect(reasons).toEqual({
       timeout: 'timeout', connect: 'connect', http_status: 'http_status', too_large: 'too_large', bad_json: 'bad_json',
-      schema: 'schema', auth: 'auth', auth_secret_changed: 'auth_secret_changed',
-      not_found: 'rpc', never_sent: 'rpc', connection_lost: 'rpc', remote: 'rpc', other: 'other',
+      schema: 'schema', auth: 'auth', auth_signature: 'auth', auth_secret_changed: 'auth_secret_changed',
+      not_found: 'rpc', manager_not_found: 'rpc', never_sent: 'rpc', connection_lost: 'rpc', remote: 'rpc', other: 'other',
     });
     const outcomes = Object.fromEntries(SOURCE_ERROR_KINDS.map((k) => [k, outcomeOf(k)]));
     expect(outcomes).toEqual({
-      timeout: 'timeout', not_found: 'not_found', never_sent: 'never_sent', connect: 'never_sent',
-      http_status: 'error', too_large: 'error', bad_json: 'error', schema: 'error', auth: 'error', auth_secret_changed: 'error',
+      timeout: 'timeout', not_found: 'not_found', manager_not_found: 'not_found', never_sent: 'never_sent', connect: 'never_sent',
+      http_status: 'error', too_large: 'error', bad_json: 'error', schema: 'error', auth: 'error', auth_signature: 'error', auth_secret_changed: 'error',
       connection_lost: 'error', remote: 'error', other: 'error',
     });
   });

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
-import { SourceError } from '../../util/errors';
+import { SourceError, type SourceErrorKind } from '../../util/errors';
 import { Secret } from '../../util/secret';
 import { connect, HyphaConnection, HyphaConnectOptions, HyphaLogger, silentLogger } from './connection';
-import { conciseMessage, fromHypha, isSignatureFailure } from './errors';
+import { conciseMessage, explainRefusal, fromHypha } from './errors';
 import type { HyphaEvent, HyphaEventType } from './types';
 
 // Tests and the bench import these from here.
@@ -10,8 +10,8 @@ export { connect, HyphaConnection } from './connection';
 export type { HyphaConnectOptions } from './connection';
 export { ensureWebSocketGlobal } from './shim';
 
-/** Appended to the refusal in logs and last_error; the status page adds the full hint (REASON_HINTS). */
-const AUTH_SECRET_CHANGED_TEXT = 'a token this server accepted before: Hypha likely restarted with a new JWT secret; BioEngine proxy tokens are invalid too';
+/** The kinds of a refused token: the next connect reads the token file even when it seems unchanged. */
+const REFUSALS: ReadonlySet<SourceErrorKind | undefined> = new Set<SourceErrorKind>(['auth', 'auth_signature', 'auth_secret_changed']);
 
 function digest(token: Secret): string {
   return crypto.createHash('sha256').update(token.reveal()).digest('hex');
@@ -189,7 +189,7 @@ export class HyphaClient {
       // The token is read at every connect (a rotated file is used from the next connection);
       // after a refusal it is read even when the file seems unchanged.
       const configured = this.opts.token;
-      configured?.refresh({ force: this.#lastError?.kind === 'auth' || this.#lastError?.kind === 'auth_secret_changed' });
+      configured?.refresh({ force: REFUSALS.has(this.#lastError?.kind) });
       const token = configured ? new Secret(configured.reveal()) : undefined;
       try {
         const conn = await connect({ ...this.opts, token, generation: this.#generation + 1 });
@@ -209,7 +209,8 @@ export class HyphaClient {
         this.#adopt(conn);
         return;
       } catch (e) {
-        const err = this.#explain(fromHypha(e, 'connect', [configured, token]), token);
+        // A signature refusal of a token accepted before: the server's JWT secret changed.
+        const err = explainRefusal(fromHypha(e, 'connect', [configured, token]), token !== undefined && this.#accepted.has(digest(token)));
         this.#lastError = err;
         if (!this.#isStopped()) this.#state = 'down';
         this.#emit((l) => l.connectFailed?.(err));
@@ -232,16 +233,6 @@ export class HyphaClient {
     }
   }
 
-  /**
-   * A token this server accepted before and whose signature it now refuses: the JWT secret changed,
-   * which Hypha does at every start unless HYPHA_JWT_SECRET or JWT_SECRET is set (hypha/core/auth.py).
-   * Every token the old process issued is then invalid, not only this one.
-   */
-  #explain(err: SourceError, token: Secret | undefined): SourceError {
-    if (err.kind !== 'auth' || !token || !this.#accepted.has(digest(token)) || !isSignatureFailure(err.message)) return err;
-    return new SourceError('auth_secret_changed', `${err.message} (${AUTH_SECRET_CHANGED_TEXT})`, err.op);
-  }
-
   #adopt(conn: HyphaConnection): void {
     this.#malformedBefore += this.#conn?.malformedTotal ?? 0;
     this.#conn = conn;
@@ -251,7 +242,9 @@ export class HyphaClient {
     conn.onTrouble((kind, op, message) => {
       if (this.#conn !== conn || !conn.open) return;
       this.#log.warn({ generation: conn.generation, kind, op, error: message }, 'hypha call failed in a way that makes the connection suspect');
-      void this.#rebuild(`${op}: ${kind}`);
+      // Not awaited (a listener); a failed rebuild is logged, and the connect loop retries on its own.
+      this.#rebuild(`${op}: ${kind}`)
+        .catch((e: unknown) => this.#log.warn({ generation: conn.generation, error: conciseMessage(e) }, 'rebuilding the hypha connection failed'));
     });
     conn.onClose((reason) => {
       if (this.#conn !== conn) return;

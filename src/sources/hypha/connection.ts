@@ -236,15 +236,20 @@ export class HyphaConnection {
       return await withTimeout(fn(), ms, op);
     } catch (e) {
       const err = fromHypha(e, op, this.secrets);
-      // A timeout on a provider's method says nothing about the connection; on
-      // the manager it does. A not-found aimed at the manager means the server
-      // id changed under us.
-      const stale = err.kind === 'not_found' && /\*\/manager-/.test(err.message);
-      if (err.kind === 'timeout' && managerCall) this.#trouble(err.kind, op, err.message);
-      else if (err.kind === 'never_sent' || err.kind === 'connection_lost' || stale) this.#trouble(err.kind, op, err.message);
+      if (makesConnectionSuspect(err.kind, managerCall)) this.#trouble(err.kind, op, err.message);
       throw err;
     }
   }
+}
+
+/**
+ * Whether a failed call says the connection itself is in trouble (its listeners rebuild it). A timeout on a
+ * provider's method says nothing about the connection; on the manager it does. A not-found aimed at the
+ * manager means the server id changed under us.
+ */
+export function makesConnectionSuspect(kind: SourceErrorKind, managerCall: boolean): boolean {
+  if (kind === 'timeout') return managerCall;
+  return kind === 'never_sent' || kind === 'connection_lost' || kind === 'manager_not_found';
 }
 
 let generationSeq = 0;
@@ -268,7 +273,8 @@ export async function connect(opts: HyphaConnectOptions & { generation?: number 
     });
   } catch (e) {
     const kind = classify(e);
-    throw new SourceError(kind === 'auth' || kind === 'timeout' ? kind : 'connect', `connect: ${conciseMessage(e, secrets)}`, 'connect');
+    const passed = kind === 'auth' || kind === 'auth_signature' || kind === 'timeout';
+    throw new SourceError(passed ? kind : 'connect', `connect: ${conciseMessage(e, secrets)}`, 'connect');
   }
   const info = parseConnectionInfo(session.config);
   if (!info) {

@@ -43,11 +43,26 @@ const UNTYPED: readonly (readonly [RegExp, SourceErrorKind])[] = [
   [/ConnectionAbortedError: WebSocket closed/i, 'never_sent'],
 ];
 
-/** The kind of a failed Hypha call: a SourceError's own kind, else what hypha-rpc's text says (`remote` when it says nothing known). */
+/**
+ * Refinements of a kind by more of the same text. A refusal whose token signature does not verify (python-jose's
+ * JWTError text, which hypha/core/auth.py `valid_token` passes on), as opposed to an expired token or a denied
+ * workspace; a not-found addressed to the workspace manager (`manager-<server id>` in any workspace), which means the server id
+ * changed under the connection, as opposed to a provider gone.
+ */
+const REFINED: Partial<Record<SourceErrorKind, readonly (readonly [RegExp, SourceErrorKind])[]>> = {
+  auth: [[/Signature verification failed/i, 'auth_signature']],
+  not_found: [[/\*\/manager-/, 'manager_not_found']],
+};
+
+/**
+ * The kind of a failed Hypha call: a SourceError's own kind, else what hypha-rpc's text says (`remote` when it says
+ * nothing known). The one place where error text is read: everything else decides by the kind.
+ */
 export function classify(e: unknown): SourceErrorKind {
   if (e instanceof SourceError) return e.kind;
   const msg = errorMessage(e);
-  return UNTYPED.find(([re]) => re.test(msg))?.[1] ?? 'remote';
+  const kind = UNTYPED.find(([re]) => re.test(msg))?.[1] ?? 'remote';
+  return REFINED[kind]?.find(([re]) => re.test(msg))?.[1] ?? kind;
 }
 
 /**
@@ -59,10 +74,15 @@ export function fromHypha(e: unknown, op: string, secrets: readonly (Secret | un
   return new SourceError(classify(e), `${op}: ${conciseMessage(e, secrets)}`, op);
 }
 
+/** Appended to the refusal in logs and last_error; the status page adds the full hint (REASON_HINTS). */
+const AUTH_SECRET_CHANGED_TEXT = 'a token this server accepted before: Hypha likely restarted with a new JWT secret; BioEngine proxy tokens are invalid too';
+
 /**
- * A refusal that says the token's signature does not verify (python-jose's JWTError text, which
- * hypha/core/auth.py `valid_token` passes on), as opposed to an expired token or a denied workspace.
+ * A token this server accepted before and whose signature it now refuses: the JWT secret changed,
+ * which Hypha does at every start unless HYPHA_JWT_SECRET or JWT_SECRET is set (hypha/core/auth.py).
+ * Every token the old process issued is then invalid, not only this one. Anything else is passed on.
  */
-export function isSignatureFailure(message: string): boolean {
-  return /Signature verification failed/i.test(message);
+export function explainRefusal(err: SourceError, acceptedBefore: boolean): SourceError {
+  if (err.kind !== 'auth_signature' || !acceptedBefore) return err;
+  return new SourceError('auth_secret_changed', `${err.message} (${AUTH_SECRET_CHANGED_TEXT})`, err.op);
 }

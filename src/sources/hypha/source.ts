@@ -167,7 +167,8 @@ export class HyphaSource implements Source<HyphaHandoff> {
     this.#registry.invalidate();
     this.#listedSeconds = 0;
     // List at once rather than at the next tick: recovery time is one listing, not one interval.
-    // A cycle still running on the old connection fails; then list again on this one.
+    // A cycle still running on the old connection fails; then list again on this one. Not awaited (a
+    // listener); runOnce never rejects (a failed cycle is recorded by the poller's onError).
     void this.#poller.runOnce().then(() => {
       if (this.#conn === conn && this.#listedSeconds === 0 && !this.#stopped) return this.#poller.runOnce();
       return undefined;

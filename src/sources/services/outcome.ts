@@ -12,11 +12,13 @@ import type { SourceErrorKind } from '../../util/errors';
 const OUTCOMES: Readonly<Record<SourceErrorKind, Exclude<CallOutcome, 'ok'>>> = {
   timeout: 'timeout',
   not_found: 'not_found',
+  manager_not_found: 'not_found',
   never_sent: 'never_sent',
   connect: 'never_sent',
   // The call may have run.
   connection_lost: 'error',
   auth: 'error',
+  auth_signature: 'error',
   auth_secret_changed: 'error',
   schema: 'error',
   remote: 'error',

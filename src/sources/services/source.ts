@@ -99,6 +99,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
     this.#poller = new Poller(cfg.intervalMs, () => this.#sample(), (e) => this.log.error({ err: errorMessage(e) }, 'watched-service sampler bug'));
     // A comeback is sampled at once, not at the next tick: a server back under another id strands the
     // canary now, and the page that proves it (cached_server_gone) should not wait one more interval.
+    // Not awaited (a listener); runFresh never rejects: a failed cycle is recorded by the poller's onError.
     this.#client.on({ connected: (c) => { if (c.generation > 1 && !this.#stopped) void this.#poller.runFresh(); } });
   }
 

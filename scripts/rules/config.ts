@@ -1,0 +1,130 @@
+// The mixin configuration (rules/config/mixin.yml): what a deployment changes in the rules pack.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { formatDuration, parseDuration } from '../../src/util/duration';
+
+export const MIXIN_CONFIG_PATH = 'rules/config/mixin.yml';
+export const RECORDING_PATH = 'rules/recording.yml';
+export const ALERTS_PATH = 'rules/alerts.yml';
+
+/** Prometheus' duration syntax (units in descending order, each at most once). */
+const PROM_DURATION = /^(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?(?:\d+ms)?$/;
+const duration = z.string().regex(PROM_DURATION, 'a Prometheus duration such as 30s, 5m or 1h').refine((s) => s !== '', 'empty duration');
+
+export const ALERT_NAMES = [
+  'HyphaServeAppRunningNotRegistered',
+  'HyphaServeWorkerAppRunningNotRegistered',
+  'HyphaServeAppWillDeregisterAtZero',
+  'HyphaServiceCachedProxyStale',
+  'HyphaServiceCachedProbeFailing',
+  'HyphaServiceProbeFailing',
+  'HyphaServiceCallLatencyHigh',
+  'HyphaServiceClientIdChurn',
+  'HyphaServeServerIdUnstable',
+  'HyphaServeAppUnhealthy',
+  'HyphaServeDeploymentReplicasMismatch',
+  'HyphaServeNoProxyCanWakeApps',
+  'HyphaServeAllProxiesUnready',
+  'HyphaServeSourceDown',
+  'HyphaServeSourceStale',
+  'HyphaServeExporterDown',
+  'HyphaServeExporterConfigReloadFailed',
+] as const;
+export type AlertName = (typeof ALERT_NAMES)[number];
+
+const alertSettings = z.strictObject({
+  severity: z.enum(['critical', 'warning', 'info']),
+  for: duration,
+  keep_firing_for: duration.optional(),
+});
+
+/** Alerts whose wait depends on the cause (issue 19): `for:` confirms a cause the exporter proves final. */
+export const CAUSE_WAIT_ALERTS = ['HyphaServeAppRunningNotRegistered', 'HyphaServiceCachedProxyStale'] as const;
+export type CauseWaitAlert = (typeof CAUSE_WAIT_ALERTS)[number];
+
+const causeWait = z.strictObject({ proven: duration, uncertain: duration });
+
+/** Labels the pack's own identities use: a topology label may not be one of them. */
+const RESERVED_LABELS = new Set(['job', 'instance', 'ray_cluster', 'app', 'hypha', 'service', 'holder', 'deployment', 'source', 'target', 'state', 'status', 'worker', 'severity', 'alertname']);
+
+const configSchema = z.strictObject({
+  topology_labels: z.array(z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name')).refine((l) => !l.some((n) => RESERVED_LABELS.has(n)), 'must not name a label the pack uses itself (job, instance, ray_cluster, app, hypha, service, ...)'),
+  exporter_selector: z.string().min(1),
+  runbook_url_template: z.string().refine((s) => s.includes('%s'), 'must contain %s (the lower-cased alert name)'),
+  bridge: duration,
+  probe_window: duration,
+  thresholds: z.strictObject({
+    call_latency_p90_seconds: z.number().positive(),
+    client_id_changes_per_hour: z.number().int().positive(),
+  }),
+  prometheus_rule: z.strictObject({
+    name: z.string().min(1),
+    labels: z.record(z.string(), z.string()),
+  }),
+  alerts: z.strictObject(Object.fromEntries(ALERT_NAMES.map((n) => [n, alertSettings])) as Record<AlertName, typeof alertSettings>),
+  cause_waits: z.strictObject(Object.fromEntries(CAUSE_WAIT_ALERTS.map((n) => [n, causeWait])) as Record<CauseWaitAlert, typeof causeWait>),
+}).superRefine((c, ctx) => {
+  for (const n of CAUSE_WAIT_ALERTS) {
+    if ((parseDuration(c.cause_waits[n].uncertain) ?? 0) < (parseDuration(c.cause_waits[n].proven) ?? 0)) {
+      ctx.addIssue({ code: 'custom', path: ['cause_waits', n, 'uncertain'], message: `must be at least cause_waits.${n}.proven (${c.cause_waits[n].proven})` });
+    }
+  }
+});
+export type MixinConfig = z.infer<typeof configSchema>;
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** `over` merged into `base`, key by key (mappings recursively); lists and scalars replace. */
+function deepMerge(base: unknown, over: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = deepMerge(base[k], v);
+  return out;
+}
+
+function readYaml(file: string): unknown {
+  return parse(fs.readFileSync(file, 'utf8'));
+}
+
+/**
+ * The mixin configuration: the shipped defaults (rules/config/mixin.yml under root), with a
+ * user's file merged over them when given. Unknown keys and alert names are errors.
+ */
+export function loadMixinConfig(root: string, userFile?: string): MixinConfig {
+  const defaults = readYaml(path.join(root, MIXIN_CONFIG_PATH));
+  const merged = userFile === undefined ? defaults : deepMerge(defaults, readYaml(userFile) ?? {});
+  const r = configSchema.safeParse(merged);
+  if (!r.success) {
+    const where = userFile ?? MIXIN_CONFIG_PATH;
+    throw new Error(`${where}: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return r.data;
+}
+
+/**
+ * The configuration with every duration (each alert's for and keep_firing_for, the bridge and the
+ * probe window) divided by `divisor` and floored at `min`: the documented test override that lets
+ * the end-to-end replays page in seconds with the same rule logic (test/harness/rules-override.ts).
+ */
+export function scaleDurations(c: MixinConfig, divisor: number, min = '5s'): MixinConfig {
+  const floor = parseDuration(min) ?? 5000;
+  const scale = (d: string): string => {
+    const ms = parseDuration(d.replace(/(\d+)w/, (_m, n: string) => `${Number(n) * 7}d`).replace(/(\d+)y/, (_m, n: string) => `${Number(n) * 365}d`));
+    if (ms === undefined) throw new Error(`not a duration: ${d}`);
+    // No wait stays no wait (the per-cause alerts' for: and proven wait); the floor is for waits.
+    if (ms === 0) return d;
+    return formatDuration(Math.max(floor, Math.round(ms / divisor / 1000) * 1000));
+  };
+  const alerts = Object.fromEntries(
+    Object.entries(c.alerts).map(([name, a]) => [name, { ...a, for: scale(a.for), ...(a.keep_firing_for ? { keep_firing_for: scale(a.keep_firing_for) } : {}) }]),
+  ) as MixinConfig['alerts'];
+  const cause_waits = Object.fromEntries(
+    Object.entries(c.cause_waits).map(([name, w]) => [name, { proven: scale(w.proven), uncertain: scale(w.uncertain) }]),
+  ) as MixinConfig['cause_waits'];
+  return { ...c, bridge: scale(c.bridge), probe_window: scale(c.probe_window), alerts, cause_waits };
+}
+

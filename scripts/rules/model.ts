@@ -1,0 +1,53 @@
+// The rule model the groups are built in and the renderer writes.
+import type { AlertName, MixinConfig } from './config';
+
+export interface RecordingRule {
+  record: string;
+  expr: string;
+  labels?: Record<string, string>;
+  /** Why the rule exists and what its values mean; emitted as a YAML comment and in docs/alerts.md. */
+  comment: string;
+}
+
+export interface AlertingRule {
+  alert: AlertName;
+  expr: string;
+  for: string;
+  keep_firing_for?: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  comment: string;
+}
+
+export type Rule = RecordingRule | AlertingRule;
+
+export function isAlert(r: Rule): r is AlertingRule {
+  return 'alert' in r;
+}
+
+/**
+ * A rule group: Prometheus evaluates its rules in order at one timestamp, so an alert placed after
+ * the recording rules it reads sees this evaluation's values (a real fix resolves at once).
+ */
+export interface Group {
+  name: string;
+  rules: Rule[];
+}
+
+/** An alert with the settings the configuration gives it (severity, for, keep_firing_for, runbook). */
+export function alert(
+  c: MixinConfig,
+  name: AlertName,
+  rest: { expr: string; comment: string; annotations: Record<string, string>; labels?: Record<string, string> },
+): AlertingRule {
+  const s = c.alerts[name];
+  return {
+    alert: name,
+    expr: rest.expr,
+    for: s.for,
+    ...(s.keep_firing_for ? { keep_firing_for: s.keep_firing_for } : {}),
+    labels: { severity: s.severity, ...(rest.labels ?? {}) },
+    annotations: { ...rest.annotations, runbook_url: c.runbook_url_template.replace('%s', name.toLowerCase()) },
+    comment: rest.comment,
+  };
+}

@@ -1,0 +1,135 @@
+// PromQL and text fragments the rule groups are written with. Each fragment that recurs in the
+// pack (the gap bridge, a source guard, "no proxy ready") is written here once.
+import type { FamilyName } from '../../src/metrics/families';
+import type { MixinConfig } from './config';
+
+/** An exporter metric, by its declared family name (a misspelt one fails to compile). */
+export function m(name: FamilyName, suffix: '' | '_bucket' | '_count' | '_sum' = ''): string {
+  return `${name}${suffix}`;
+}
+
+/** A hypha_serve_* metric name token (not the middle part of a recorded level:metric:ops name). */
+const EXPORTER_SELECTOR_TOKEN = /(?<![A-Za-z0-9_:])(hypha_serve_[a-z0-9_]+)(?![A-Za-z0-9_:])(\{([^}]*)\})?/g;
+
+/** Adds the exporter selector to every exporter metric selector in a PromQL expression. */
+export function withSelector(expr: string, selector: string): string {
+  return expr.replace(EXPORTER_SELECTOR_TOKEN, (_m, name: string, braces: string | undefined, inner: string | undefined) => {
+    const rest = braces === undefined || inner === undefined || inner.trim() === '' ? '' : `, ${inner.trim()}`;
+    return `${name}{${selector}${rest}}`;
+  });
+}
+
+/** Trims the common indentation of a template literal and ends it with one newline. */
+export function block(text: string): string {
+  const lines = text.replace(/^\n/, '').replace(/\s+$/, '').split('\n');
+  const indent = Math.min(...lines.filter((l) => l.trim() !== '').map((l) => /^ */.exec(l)?.[0].length ?? 0));
+  return `${lines.map((l) => l.slice(indent)).join('\n')}\n`;
+}
+
+/** One line: collapses the whitespace of a folded paragraph (annotation prose). */
+export function prose(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+const UNIT_WORDS: Record<string, [string, string]> = {
+  y: ['year', 'years'], w: ['week', 'weeks'], d: ['day', 'days'], h: ['hour', 'hours'], m: ['minute', 'minutes'], s: ['second', 'seconds'], ms: ['millisecond', 'milliseconds'],
+};
+
+/** "5m" -> "5 minutes", "1h30m" -> "1 hour 30 minutes" (for page text). */
+export function humanDuration(d: string): string {
+  const parts = [...d.matchAll(/(\d+)(ms|y|w|d|h|m|s)/g)].map(([, n, u]) => `${n} ${UNIT_WORDS[u][n === '1' ? 0 : 1]}`);
+  return parts.join(' ');
+}
+
+/**
+ * The label lists of one configuration. Every `by`/`on` starts with the topology labels (a
+ * global view over several Prometheus servers tells installs apart by them) and `job`.
+ */
+export interface Labels {
+  /** `on (...)`/`by (...)` text of the topology labels, job and the given labels. */
+  of(...labels: string[]): string;
+}
+
+export function labels(c: MixinConfig): Labels {
+  return { of: (...l: string[]) => [...c.topology_labels, 'job', ...l].join(', ') };
+}
+
+/** The identity of each kind of fact, without the exporter replica (instance). */
+export const ID = {
+  app: ['ray_cluster', 'app', 'hypha'],
+  deployment: ['ray_cluster', 'app', 'deployment'],
+  cluster: ['ray_cluster'],
+  holder: ['service', 'holder'],
+  service: ['service'],
+  hypha: ['hypha'],
+  source: ['source', 'target'],
+} as const;
+
+/**
+ * The gap bridge of a per-replica fact, aggregated to its identity: what the replicas that know it
+ * now say (max: one witness is enough), else the last value any of them had within the bridge. A
+ * replica that stopped scraping cannot outvote one that still knows, and a gap (a failed sample or
+ * scrape, a restart, a reload, a reconnect) neither ends nor starts what reads it.
+ */
+export function bridge(c: MixinConfig, series: string, id: readonly string[]): string {
+  const by = labels(c).of(...id);
+  return block(`
+      max by (${by}) (${series})
+    or
+      max by (${by}) (last_over_time(${series}[${c.bridge}]))
+  `);
+}
+
+// The source guards: a source's own up series, relabelled to the label its derived series join
+// on. `== 1` filters (not multiplies), so a down source makes the derived fact absent (unknown)
+// instead of 0 (a claim that all is well).
+export const RAY_UP = `label_replace(${m('hypha_serve_source_up')}{source="ray"} == 1, "ray_cluster", "$1", "target", "(.*)")`;
+export const HYPHA_UP = `label_replace(${m('hypha_serve_source_up')}{source="hypha"} == 1, "hypha", "$1", "target", "(.*)")`;
+export const SERVICE_UP = `label_replace(${m('hypha_serve_source_up')}{source="hypha_service"} == 1, "service", "$1", "target", "(.*)")`;
+/** The watched service's source was up at least once within `range`: a blip does not reset what it guards. */
+export const serviceUpWithin = (range: string) =>
+  `label_replace(max_over_time(${m('hypha_serve_source_up')}{source="hypha_service"}[${range}]) == 1, "service", "$1", "target", "(.*)")`;
+
+/** Both sources an app's registration fact derives from are sampled: its Ray cluster and its Hypha server. */
+export function registrationGuards(l: Labels): string {
+  return [
+    `* on (${l.of('instance', 'ray_cluster')}) group_left () ${RAY_UP}`,
+    `* on (${l.of('instance', 'hypha')}) group_left () ${HYPHA_UP}`,
+  ].join('\n');
+}
+
+/**
+ * 1 = no Serve proxy of the cluster is ready: every probed proxy unready, or Ray lists no proxy at
+ * all (the head proxy included); absent when readiness is not probed or Ray is not sampled.
+ */
+export function noProxyReady(l: Labels): string {
+  return block(`
+      (sum without (node_id, node_ip) (${m('hypha_serve_proxy_ready')}) == bool 0)
+    or
+      (
+        max without (source, target) (${RAY_UP})
+        unless on (${l.of('instance', 'ray_cluster')}) ${m('hypha_serve_proxy_head')}
+      )
+  `);
+}
+
+/** Indents every line of a fragment (to nest it in a larger expression). */
+export function indent(text: string, by: number): string {
+  const pad = ' '.repeat(by);
+  return text.replace(/\n$/, '').split('\n').map((line) => (line === '' ? line : pad + line)).join('\n');
+}
+
+/**
+ * An annotation's one query: `printf "<series>{<identity matchers>}" <the alert's labels> | query`,
+ * selecting the series of this alert's identity (topology labels and job included). `matchers`
+ * adds to the selector (quotes escaped for the template string); `wrap` puts the selector into an
+ * expression.
+ */
+export function queryOf(
+  c: MixinConfig, series: string, id: readonly (string | readonly [string, string])[], o: { matchers?: string; wrap?: (selector: string) => string } = {},
+): string {
+  // An id entry [seriesLabel, alertLabel] selects the series' label by the alert's value of another (target = hypha).
+  const pairs = [...c.topology_labels, 'job', ...id].map((n) => (typeof n === 'string' ? [n, n] : n));
+  const selector = `${series}{${[...pairs.map(([n]) => `${n}=%q`), ...(o.matchers ? [o.matchers.replace(/"/g, '\\"')] : [])].join(',')}}`;
+  return `printf "${o.wrap ? o.wrap(selector) : selector}" ${pairs.map(([, a]) => `$labels.${a}`).join(' ')} | query`;
+}

@@ -1,0 +1,318 @@
+// Group hypha-serve-registration: incident 1 (a Serve app RUNNING whose Hypha service is not
+// registered), the worker's view of it and the warning before it.
+import { parseDuration } from '../../src/util/duration';
+import type { RegistrationState } from '../../src/snapshot/registration';
+import type { MixinConfig } from './config';
+import { alert, Group } from './model';
+import { block, bridge, humanDuration, ID, labels, m, prose, queryOf, registrationGuards } from './promql';
+import { heldFor, proven } from './waits';
+
+export const REGISTRATION = {
+  notRegistered: 'ray_cluster_app:hypha_serve_app_not_registered:bool',
+  runningNotRegistered: 'ray_cluster_app:hypha_serve_app_running_not_registered:bool',
+  runningNotRegisteredBridged: 'ray_cluster_app:hypha_serve_app_running_not_registered:bridged',
+  stuckBridged: 'ray_cluster_app:hypha_serve_app_registration_stuck:bridged',
+  stuckHeld: 'ray_cluster_app:hypha_serve_app_registration_stuck:held',
+  page: 'ray_cluster_app:hypha_serve_app_running_not_registered:page',
+  cause: 'ray_cluster_app:hypha_serve_app_registration_state:cause',
+  context: 'ray_cluster_app:hypha_serve_app_not_registered:context',
+  workerRunningNotRegistered: 'ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool',
+  workerAppRunningNotRegistered: 'ray_cluster_app:hypha_serve_worker_app_running_not_registered:bool',
+  workerAppRunningNotRegisteredBridged: 'ray_cluster_app:hypha_serve_worker_app_running_not_registered:bridged',
+  deregistersAtZero: 'ray_cluster_app:hypha_serve_app_deregisters_at_zero:bool',
+  deregistersAtZeroBridged: 'ray_cluster_app:hypha_serve_app_deregisters_at_zero:bridged',
+} as const;
+
+/**
+ * Registration state -> the sentence a page gives for it (the runbook branch to take). A total map:
+ * a state added to the exporter fails to compile here until the page can explain it.
+ */
+export const CAUSE_TEXT: Record<RegistrationState, string> = {
+  missing_scaled_to_zero: 'it was registered and disappeared while a deployment of the app was idle at zero replicas (incident 1a)',
+  missing_never_registered: 'this exporter saw the deployment come up, and it has never been registered since (incident 1b)',
+  missing_crashed: 'a deployment of the app is DEPLOY_FAILED or UNHEALTHY, or a sibling deployment cannot serve',
+  missing_after_reconnect: 'it was registered before a Hypha outage and has not re-registered since the exporter reconnected',
+  missing_history_unknown: 'it was already missing when the exporter started; whether it was ever registered is unknown',
+  missing_other: 'none of the causes the exporter can tell apart applies',
+  registered: 'the service is registered again',
+  not_running: 'Serve is (re)deploying or deleting the app, so no registration is due',
+};
+
+/** A template that turns `$c.Labels.state` into its sentence. */
+function causeSentence(variable: string): string {
+  return Object.entries(CAUSE_TEXT).map(([state, text], i) => `{{ ${i === 0 ? 'if' : 'else if'} eq ${variable}.Labels.state "${state}" }}${text}`).join('') +
+    '{{ else }}a state this rules pack does not know{{ end }}';
+}
+
+export function registrationGroup(c: MixinConfig): Group {
+  const R = REGISTRATION;
+  const l = labels(c);
+  const app = l.of(...ID.app);
+  const B = c.bridge;
+  const waits = c.cause_waits.HyphaServeAppRunningNotRegistered;
+  const state = m('hypha_serve_app_registration_state');
+  const uncertain = humanDuration(formatTotal(waits.uncertain, c.alerts.HyphaServeAppRunningNotRegistered.for));
+  const ctx = `{{ $ctx := ${queryOf(c, R.context, ID.app)} | sortByLabel "state" }}`;
+  const worker = `{{ range $i, $w := ${queryOf(c, R.workerRunningNotRegistered, ID.app, { wrap: (s) => `max by (worker) (${s} == 1)` })} | sortByLabel "worker" }}{{ if $i }}, {{ end }}{{ $w.Labels.worker }}` +
+    '{{ else }}none answers now: it left the Hypha registry or has not answered since; a restarted worker is asked at its next cross-check{{ end }}';
+  return {
+    name: 'hypha-serve-registration',
+    rules: [
+      {
+        record: R.notRegistered,
+        comment: 'Per exporter replica: the registry has no service for the app (a missing_* state): 1; registered or not_running: 0; unknown: absent.',
+        expr: block(`
+          max without (state) (${state}{state=~"missing_.*"})
+          ${registrationGuards(l).replace(/\n/g, '\n          ')}
+        `),
+      },
+      {
+        record: R.runningNotRegistered,
+        comment:
+          'Per exporter replica, incident 1: 1 = the app is RUNNING in Ray and in a missing_* registration state, 0 = not; ' +
+          'absent while its own Ray cluster or its own Hypha server is not sampled (or the exporter is settling after a reconnect).',
+        expr: block(`
+          (
+              max without (state) (${state}{state=~"missing_.*"})
+            * on (${l.of('instance', ...ID.app.slice(0, 2))}) group_left ()
+              max without (status) (${m('hypha_serve_app_status')}{status="RUNNING"})
+          )
+          ${registrationGuards(l).replace(/\n/g, '\n          ')}
+        `),
+      },
+      {
+        record: R.runningNotRegisteredBridged,
+        comment: `Incident 1's fact per app, over the exporter replicas and bridged: the replicas that know it now, else the last value within ${B}.`,
+        expr: bridge(c, R.runningNotRegistered, ID.app),
+      },
+      {
+        record: R.stuckBridged,
+        comment:
+          'The proof of incident 1, bridged: 1 = the exporter proves the app will not register by itself (a BioEngine ' +
+          'deployment it gates on is idle at zero, and only a call through the missing service would wake it).',
+        expr: bridge(c, m('hypha_serve_app_registration_stuck'), ID.app),
+      },
+      ...proven(c, R.stuckBridged, R.stuckHeld, ID.app, waits.proven),
+      {
+        record: R.page,
+        comment:
+          `HyphaServeAppRunningNotRegistered's condition: 1 = the bridged fact holds and either it has held for ${waits.uncertain} ` +
+          `(cause_waits.uncertain: longer than BioEngine's own recovery, its proxy registering from check_health every 10 s after ` +
+          `hypha-rpc's reconnect backoff of up to 66 s) or the exporter proved the cause final within the last ${waits.uncertain} ` +
+          '(a page that fired on the proof is held while the fact holds until the uncertain wait takes over); 0 = the fact holds ' +
+          'without either, or does not hold; absent while unknown for longer than the bridge.',
+        expr: pageExpr(c, R.runningNotRegisteredBridged, waits.proven === '0s' || parseDuration(waits.proven) === 0 ? R.stuckBridged : R.stuckHeld, ID.app, waits.uncertain),
+      },
+      {
+        record: R.cause,
+        comment:
+          'The registration state(s) behind a page, one series per state (value 1): the missing_* states the replicas report ' +
+          'now (in an HA pair a replica not scraped since the app left still says registered, which is no cause), else ' +
+          'their current state, else in a gap the last state within the bridge.',
+        expr: block(`
+            max by (${app}, state) (${state}{state=~"missing_.*"} == 1)
+          or on (${app})
+            max by (${app}, state) (${state} == 1)
+          or on (${app})
+            max by (${app}, state) (last_over_time(${state}[${B}]) == 1)
+        `),
+      },
+      {
+        record: R.context,
+        comment:
+          'What the page says, one series per cause (state): labels service (the expected service id, "(unknown)" when ' +
+          'the exporter has none) and proven ("true" while the exporter proves the cause final); value: seconds since the ' +
+          'service went missing, -1 when unknown.',
+        expr: block(`
+            ${R.cause}
+          * on (${app}) group_left (service)
+            topk by (${app}) (1,
+                max by (${app}, service) (${m('hypha_serve_app_expected_service_info')})
+              or on (${app})
+                max by (${app}, service) (last_over_time(${m('hypha_serve_app_expected_service_info')}[${B}]))
+              or on (${app})
+                label_replace(max by (${app}) (${R.cause}), "service", "(unknown)", "", "")
+            )
+          * on (${app}) group_left ()
+            (
+                time() - min by (${app}) (last_over_time(${m('hypha_serve_app_unregistered_since_timestamp_seconds')}[${B}]))
+              or on (${app})
+                max by (${app}) (${R.cause}) * 0 - 1
+            )
+          * on (${app}) group_left (proven)
+            (
+                label_replace(${R.stuckBridged} == 1, "proven", "true", "", "")
+              or on (${app})
+                label_replace(max by (${app}) (${R.cause}), "proven", "false", "", "")
+            )
+        `),
+      },
+      alert(c, 'HyphaServeAppRunningNotRegistered', {
+        comment:
+          `Identity (${app}): the expected service id changes while the condition holds (a worker restart), so it is in ` +
+          `the text only. Per-cause wait: ${R.page}.`,
+        expr: `${R.page} == 1\n`,
+        annotations: {
+          summary: 'Serve app is RUNNING but its Hypha service is not registered.',
+          expected_service: `{{ with ${queryOf(c, R.context, ID.app)} }}{{ . | first | label "service" }}{{ else }}(unknown){{ end }}`,
+          cause: `{{ range $i, $c := ${queryOf(c, R.context, ID.app)} | sortByLabel "state" }}{{ if $i }}, {{ end }}{{ $c.Labels.state }}{{ else }}unknown{{ end }}`,
+          description: prose(`
+            ${ctx}Ray Serve app {{ $labels.app }} on Ray cluster {{ $labels.ray_cluster }} is RUNNING, but its expected Hypha
+            service {{ with $ctx }}{{ . | first | label "service" }}{{ else }}(unknown){{ end }} has been absent from the registry
+            of Hypha server {{ $labels.hypha }}{{ with $ctx }}{{ if eq (. | first | label "proven") "true" }}, and BioEngine will
+            not register it by itself: a deployment it gates on is idle at zero and only a call through the missing service
+            would wake it{{ else }} for more than ${uncertain}{{ end }}{{ if ge (. | first | value) 0.0 }} (missing for {{ . | first | value | humanizeDuration }}){{ end }}.
+            Cause: {{ range $i, $c := . }}{{ if $i }}; {{ end }}{{ $c.Labels.state }}: ${causeSentence('$c')}{{ end }}{{ else }}
+            for more than ${uncertain}. Cause: unknown (no registration state in the last ${humanDuration(B)}){{ end }}.
+            Callers get "Service not found" while Ray and the worker look healthy.
+          `),
+        },
+      }),
+      {
+        record: R.workerRunningNotRegistered,
+        comment:
+          'Per exporter replica and worker: the BioEngine worker says RUNNING (and registered, where it says at all) while the ' +
+          'registry has no service for the same (ray_cluster, app): 1, else 0. A worker not attributed to a cluster has ' +
+          'ray_cluster="" and joins nothing.',
+        expr: block(`
+          (
+              max without (status) (${m('hypha_serve_worker_app_status')}{status="RUNNING"})
+            * on (${l.of('instance', 'hypha', 'worker')}) group_left ()
+              (${m('hypha_serve_worker_up')} == 1)
+          )
+          * on (${l.of('instance', 'hypha', 'worker', 'ray_cluster', 'app')}) group_left ()
+            (
+                (${m('hypha_serve_worker_app_service_registered')} != bool 0)
+              or
+                (max without (status) (${m('hypha_serve_worker_app_status')}) * 0 + 1)
+            )
+          * on (${l.of('instance', ...ID.app)}) group_left ()
+            ${R.notRegistered}
+        `),
+      },
+      {
+        record: R.workerAppRunningNotRegistered,
+        comment:
+          'Per exporter replica, the worker alert\'s fact with the identity of the app (a worker restart changes the ' +
+          'worker\'s client id, not the app). 1/0 from the workers that answer now; while none answers (a restarting worker, ' +
+          'a departed one: the exporter ends a departed worker\'s series at once) it is 0 when the registry side knows no ' +
+          'service is missing (registered again, or not running), else absent: a restart is a gap, not an end.',
+        expr: block(`
+            max without (worker) (${R.workerRunningNotRegistered})
+          or
+            (
+                (${R.notRegistered} == 0)
+              and on (${l.of('instance', ...ID.app)})
+                max without (worker) (last_over_time(${R.workerRunningNotRegistered}[${B}]))
+            )
+        `),
+      },
+      {
+        record: R.workerAppRunningNotRegisteredBridged,
+        comment: 'The worker alert\'s fact per app, over the exporter replicas and bridged.',
+        expr: bridge(c, R.workerAppRunningNotRegistered, ID.app),
+      },
+      alert(c, 'HyphaServeWorkerAppRunningNotRegistered', {
+        comment:
+          'The operator\'s view of incident 1: a BioEngine worker says RUNNING while the registry has nothing for the same ' +
+          '(ray_cluster, app). Identity of the app: the worker\'s client id changes at every worker restart, so it is in ' +
+          'the text (annotation worker), and a restart neither splits nor restarts the page.',
+        expr: `${R.workerAppRunningNotRegisteredBridged} == 1\n`,
+        annotations: {
+          summary: 'BioEngine worker reports an app RUNNING that has no Hypha service.',
+          worker,
+          description: prose(`
+            A BioEngine worker reports app {{ $labels.app }} of Ray cluster {{ $labels.ray_cluster }} as RUNNING, but Hypha
+            server {{ $labels.hypha }} has had no service
+            {{ with ${queryOf(c, R.context, ID.app)} }}{{ . | first | label "service" }}{{ else }}(unknown){{ end }} for it for
+            more than ${humanDuration(c.alerts.HyphaServeWorkerAppRunningNotRegistered.for)}. Anyone trusting the worker's status
+            sees a healthy app that callers cannot reach (the worker annotation names the workers that say so).
+          `),
+        },
+      }),
+      {
+        record: R.deregistersAtZero,
+        comment:
+          'Per exporter replica, the warning before incident 1a: 1 = the app is registered, its registrant is BioEngine\'s ' +
+          'ProxyDeployment (hypha_serve_app_bioengine_proxy), and a deployment of it autoscales with min_replicas 0: when ' +
+          'that deployment idles to zero the proxy deregisters the service (bioengine proxy_deployment.py check_health, ' +
+          '0.13.0 to 0.16.1). 0 = min_replicas >= 1 everywhere, not registered, or not a BioEngine app; absent while unknown.',
+        expr: block(`
+            (
+                max without (deployment) (
+                    (${m('hypha_serve_deployment_min_replicas')} == bool 0)
+                  * on (${l.of('instance', ...ID.deployment)})
+                    ${m('hypha_serve_deployment_autoscaling')}
+                )
+              * on (${l.of('instance', 'ray_cluster', 'app')})
+                ${m('hypha_serve_app_bioengine_proxy')}
+            )
+          * on (${l.of('instance', 'ray_cluster', 'app')}) group_right ()
+            max without (state) (${state}{state="registered"})
+          ${registrationGuards(l).replace(/\n/g, '\n          ')}
+        `),
+      },
+      {
+        record: R.deregistersAtZeroBridged,
+        comment: 'The warning\'s fact per app, over the exporter replicas and bridged.',
+        expr: bridge(c, R.deregistersAtZero, ID.app),
+      },
+      alert(c, 'HyphaServeAppWillDeregisterAtZero', {
+        comment:
+          'A warning before incident 1a, not a page: the app is registered now, its registrant is BioEngine\'s ' +
+          'ProxyDeployment, and a deployment of it may idle at zero, which deregisters the service until someone acts. ' +
+          'Silent for min_replicas >= 1 and for Serve apps whose registrant is unknown.',
+        expr: `${R.deregistersAtZeroBridged} == 1\n`,
+        annotations: {
+          summary: 'BioEngine app will lose its Hypha service when it idles to zero replicas.',
+          description: prose(`
+            Ray Serve app {{ $labels.app }} on Ray cluster {{ $labels.ray_cluster }} is registered on Hypha server
+            {{ $labels.hypha }}{{ $d := ${deregisterQuery(c)} | sortByLabel "deployment" }}{{ with $d }} as {{ . | first | label "service" }}{{ end }}
+            through BioEngine's ProxyDeployment, and its deployment(s)
+            {{ range $i, $x := $d }}{{ if $i }}, {{ end }}{{ $x.Labels.deployment }}{{ else }}(unknown){{ end }}
+            autoscale with min_replicas 0. When such a deployment idles to zero replicas (after its downscale delay), the
+            proxy deregisters the service (BioEngine 0.13.0 to 0.16.1, proxy_deployment.py check_health) and registers it
+            again only once a replica runs, which only a call through the missing service would start: callers then get
+            "Service not found" (HyphaServeAppRunningNotRegistered, cause missing_scaled_to_zero). Set min_replicas to at
+            least 1 for it; no BioEngine release registers an app at zero replicas.
+          `),
+        },
+      }),
+    ],
+  };
+}
+
+/** The warning's one query: the app's deployments at min_replicas 0, each with the app's expected service id. */
+function deregisterQuery(c: MixinConfig): string {
+  const l = labels(c);
+  const names = [...c.topology_labels, 'job', 'ray_cluster', 'app'];
+  const sel = (series: string, extra: string[]) => `${series}{${[...names, ...extra].map((n) => `${n}=%q`).join(',')}}`;
+  const expr = `max by (deployment, service) ((${sel(m('hypha_serve_deployment_min_replicas'), [])} == 0) ` +
+    `* on (${l.of('instance', 'ray_cluster', 'app')}) group_left (service) ${sel(m('hypha_serve_app_expected_service_info'), ['hypha'])})`;
+  const args = [...names, ...names, 'hypha'].map((n) => `$labels.${n}`).join(' ');
+  return `printf "${expr}" ${args} | query`;
+}
+
+/** The uncertain wait and the alert's own for:, added (what the page text says it waited). */
+function formatTotal(wait: string, forDuration: string): string {
+  const ms = (parseDuration(wait) ?? 0) + (parseDuration(forDuration) ?? 0);
+  return ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`;
+}
+
+/** The page condition of a per-cause wait (docs/alerts.md "Per-cause wait"), 0/1 while the fact is known. */
+export function pageExpr(c: MixinConfig, fact: string, proof: string, id: readonly string[], uncertain: string): string {
+  const on = labels(c).of(...id);
+  return block(`
+      (
+          ${fact} == 1
+        and on (${on})
+          (
+              ${heldFor(c, fact, id, uncertain)}
+            or on (${on})
+              max_over_time(${proof}[${uncertain}]) == 1
+          )
+      )
+    or on (${on})
+      ${fact} * 0
+  `);
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The other rule engines and Alertmanager the rules pack is proven on (issue 25), built from the Go
+# module proxy: Thanos (sidecar, query, rule), VictoriaMetrics (single node, vmalert, vmalert-tool)
+# and Alertmanager 0.35 with amtool (Debian ships 0.25). Pinned, idempotent: each engine is skipped
+# when its cached binaries already report the pinned version, so a warm run takes about a second.
+# Cold, the three builds run side by side at low priority (nice) and take a few minutes on 2 cores.
+#
+#   ENGINES_CACHE_DIR  parent of the per-engine dirs (default: ${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter,
+#                      the cache dir CI keeps between runs; test/harness/engines.ts looks in the same place):
+#                      thanos-v0.42.4/bin, victoriametrics-v1.151.0/bin, alertmanager-v0.35.0/bin
+#   GO                 the go command (default: go on PATH, else /usr/local/go/bin/go)
+#   --print-bin-dirs   prints "name dir" per engine and exits (for the harness's agreement check)
+set -euo pipefail
+
+THANOS_VERSION=v0.42.4        # v0.42.5 needs go >= 1.26.10
+VM_VERSION=v1.151.0           # versions after v1.153.0 need a newer Go
+ALERTMANAGER_VERSION=v0.35.0
+CACHE="${ENGINES_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter}"
+THANOS_BIN="$CACHE/thanos-$THANOS_VERSION/bin"
+VM_BIN="$CACHE/victoriametrics-$VM_VERSION/bin"
+AM_BIN="$CACHE/alertmanager-$ALERTMANAGER_VERSION/bin"
+
+if [ "${1:-}" = --print-bin-dirs ]; then
+  printf 'thanos %s\nvictoriametrics %s\nalertmanager %s\n' "$THANOS_BIN" "$VM_BIN" "$AM_BIN"
+  exit 0
+fi
+
+say() { printf '[setup-engines %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+started=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - started ))s"; }
+
+# Each binary's version is stamped at link time (-X below); an unstamped or older build is redone.
+# prometheus/common/version (Thanos, Alertmanager, amtool): "thanos, version 0.42.4 (branch: ...".
+# VictoriaMetrics' lib/buildinfo prints the stamped string as is (vmalert-tool: "vmalert-tool version v1.151.0").
+# The first line is read with sed, which reads to the end: with `head -n1 | grep -q` the binary could
+# die of SIGPIPE while printing its later lines, and pipefail would count a good build as missing.
+has_version() { # binary version-flag pattern
+  [ -x "$1" ] || return 1
+  local first
+  first="$("$1" "$2" 2>&1 | sed -n 1p)" || true
+  grep -q -- "$3" <<<"$first"
+}
+# Thanos must be built with its release tags (.promu.yml: netgo, slicelabels): it relies on the slice
+# layout of Prometheus' labels.Labels, and without the tag `thanos query` panics (index out of range in
+# endpointset labelSets) at its first store. The tags are stamped into the branch field and checked.
+THANOS_TAGS=netgo,slicelabels
+thanos_ok() { has_version "$THANOS_BIN/thanos" --version "version ${THANOS_VERSION#v} (branch: module-$THANOS_VERSION+$THANOS_TAGS,"; }
+vm_ok() {
+  has_version "$VM_BIN/victoria-metrics" -version "^$VM_VERSION\$" && has_version "$VM_BIN/vmalert" -version "^$VM_VERSION\$" &&
+    has_version "$VM_BIN/vmalert-tool" --version " $VM_VERSION\$"
+}
+am_ok() {
+  has_version "$AM_BIN/alertmanager" --version "version ${ALERTMANAGER_VERSION#v} " &&
+    has_version "$AM_BIN/amtool" --version "version ${ALERTMANAGER_VERSION#v} "
+}
+all_ok() { thanos_ok && vm_ok && am_ok; }
+
+if all_ok; then
+  say "Thanos $THANOS_VERSION, VictoriaMetrics $VM_VERSION, Alertmanager $ALERTMANAGER_VERSION already in $CACHE ($(elapsed))"
+  exit 0
+fi
+
+GO="${GO:-$(command -v go || true)}"
+[ -z "$GO" ] && [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
+if [ -z "$GO" ] || ! "$GO" version >/dev/null 2>&1; then
+  cat >&2 <<EOF
+[setup-engines] ERROR: Go is not installed${GO:+ (GO=$GO does not run)}; Thanos, VictoriaMetrics and Alertmanager
+  $ALERTMANAGER_VERSION are built from source. Install Go >= 1.26.6 and re-run, or set GO=/path/to/go.
+  To set up without them (local runs only; CI requires them): SETUP_ENGINES=0 bash scripts/setup.sh
+EOF
+  exit 1
+fi
+
+mkdir -p "$CACHE"
+# Two setups started at once (CI matrix, a developer's second terminal) build once.
+exec 9>"$CACHE/.engines-build.lock"
+if ! flock -n 9; then
+  say "another build holds $CACHE/.engines-build.lock; waiting for it"
+  flock 9
+  if all_ok; then say "built by the other run ($(elapsed))"; exit 0; fi
+fi
+
+scratch="$(mktemp -d "$CACHE/engines.tmp.XXXXXX")"
+trap 'chmod -R u+w "$scratch" 2>/dev/null; rm -rf "$scratch"' EXIT
+gover="$("$GO" version | cut -d' ' -f3)"
+common_ldflags() { # version [branch suffix]
+  echo "-X github.com/prometheus/common/version.Version=${1#v} -X github.com/prometheus/common/version.Branch=module-$1${2:-}" \
+    "-X github.com/prometheus/common/version.BuildUser=hypha-serve-exporter-setup"
+}
+# A module's source from the proxy, as a writable tree (the module cache is read-only).
+module_source() { # module version dest
+  local dir
+  dir="$(nice -n 10 "$GO" mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [ -d "$dir" ] || { echo "[setup-engines] ERROR: go mod download $1@$2 gave no source dir" >&2; return 1; }
+  cp -r "$dir" "$3"
+  chmod -R u+w "$3"
+}
+
+# Binaries are built into a scratch dir and moved into place, so an interrupted build never leaves
+# one that passes the checks above.
+build_thanos() {
+  thanos_ok && return 0
+  say "Thanos $THANOS_VERSION: building from its module source (go.mod has replace directives, so go install is refused); cold ~3 min"
+  module_source github.com/thanos-io/thanos "$THANOS_VERSION" "$scratch/thanos-src"
+  (cd "$scratch/thanos-src" && nice -n 10 "$GO" build -tags "$THANOS_TAGS" -ldflags "$(common_ldflags "$THANOS_VERSION" "+$THANOS_TAGS")" -o "$scratch/thanos" ./cmd/thanos)
+  mkdir -p "$THANOS_BIN"
+  mv -f "$scratch/thanos" "$THANOS_BIN/"
+  thanos_ok || { echo "[setup-engines] ERROR: $THANOS_BIN/thanos does not report ${THANOS_VERSION#v}" >&2; return 1; }
+  say "Thanos $THANOS_VERSION built ($(elapsed))"
+}
+
+build_vm() {
+  vm_ok && return 0
+  say "VictoriaMetrics $VM_VERSION: victoria-metrics, vmalert, vmalert-tool in one go install; cold ~2 min"
+  local m=github.com/VictoriaMetrics/VictoriaMetrics
+  mkdir -p "$scratch/vm"
+  # One invocation: one module resolution, and the packages the three share (most of lib/) compile once.
+  GOBIN="$scratch/vm" nice -n 10 "$GO" install -ldflags "-X $m/lib/buildinfo.Version=$VM_VERSION" \
+    "$m/app/victoria-metrics@$VM_VERSION" "$m/app/vmalert@$VM_VERSION" "$m/app/vmalert-tool@$VM_VERSION"
+  mkdir -p "$VM_BIN"
+  mv -f "$scratch/vm/victoria-metrics" "$scratch/vm/vmalert" "$scratch/vm/vmalert-tool" "$VM_BIN/"
+  vm_ok || { echo "[setup-engines] ERROR: $VM_BIN binaries do not report $VM_VERSION" >&2; return 1; }
+  say "VictoriaMetrics $VM_VERSION built ($(elapsed))"
+}
+
+build_alertmanager() {
+  am_ok && return 0
+  say "Alertmanager $ALERTMANAGER_VERSION and amtool: building from the module source; cold ~2 min"
+  local src="$scratch/alertmanager-src"
+  module_source github.com/prometheus/alertmanager "$ALERTMANAGER_VERSION" "$src"
+  # ui/web.go embeds app/dist, the web UI bundle, which the module does not ship (it is built with
+  # npm at release time). One placeholder file satisfies the embed; the server then has no web UI,
+  # its API (/api/v2/...) is complete.
+  mkdir -p "$src/ui/app/dist"
+  printf '<!doctype html><title>Alertmanager</title><p>Web UI not built (hypha-serve-exporter test build).</p>\n' >"$src/ui/app/dist/index.html"
+  # amtool from the same tree in the same invocation (the same module and version as
+  # `go install .../cmd/amtool@v0.35.0` would fetch): its packages are compiled once for both.
+  # -mod=mod: go may complete go.mod/go.sum of the copy if it needs to (it is a scratch copy).
+  mkdir -p "$scratch/am"
+  (cd "$src" && GOFLAGS="${GOFLAGS:-} -mod=mod" nice -n 10 "$GO" build -tags netgo -ldflags "$(common_ldflags "$ALERTMANAGER_VERSION")" \
+    -o "$scratch/am/" ./cmd/alertmanager ./cmd/amtool)
+  mkdir -p "$AM_BIN"
+  mv -f "$scratch/am/alertmanager" "$scratch/am/amtool" "$AM_BIN/"
+  am_ok || { echo "[setup-engines] ERROR: $AM_BIN binaries do not report ${ALERTMANAGER_VERSION#v}" >&2; return 1; }
+  say "Alertmanager $ALERTMANAGER_VERSION and amtool built ($(elapsed))"
+}
+
+say "building with $gover into $CACHE (the three side by side, nice 10)"
+# Side by side: downloads (network) overlap with compiles (CPU), and each build's single-threaded
+# link step leaves a core for the others.
+pids=()
+build_thanos & pids+=($!)
+build_vm & pids+=($!)
+build_alertmanager & pids+=($!)
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+if [ "$failed" = 1 ] || ! all_ok; then
+  echo "[setup-engines] ERROR: an engine build failed (see above)" >&2
+  exit 1
+fi
+say "Thanos $THANOS_VERSION, VictoriaMetrics $VM_VERSION, Alertmanager $ALERTMANAGER_VERSION ready in $CACHE ($(elapsed))"

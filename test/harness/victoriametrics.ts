@@ -1,0 +1,100 @@
+/**
+ * VictoriaMetrics (v1.151.0, scripts/setup-engines.sh) as a rule engine for the shipped pack: a
+ * single-node `victoria-metrics` scraping the exporter (-promscrape.config), and `vmalert` evaluating
+ * the rule files against it, with -datasource.url, -remoteWrite.url and -remoteRead.url all pointing
+ * at it, as VictoriaMetrics documents for a single node (docs/victoriametrics/vmalert.md, "Topology
+ * examples"). vmalert keeps no local state: recording rule results and ALERTS/ALERTS_FOR_STATE exist
+ * only through that remote write, and `for:` state is restored from remote read on a restart.
+ *
+ * The delays are VictoriaMetrics' production defaults, written out (docs/alerts.md, "Engines"):
+ * -search.latencyOffset=30s (a sample is visible to queries 30 s after its timestamp, so a query
+ * never sees a half-ingested last point) and -rule.evalDelay=30s (vmalert evaluates at now − 30 s to
+ * match), so every page and resolution comes about 30 s later than on Prometheus; and
+ * -datasource.queryStep=5m, how far back an instant query looks for a value, Prometheus' lookback.
+ * Every process on free loopback ports, private data dir, ended by PID.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { assertEngine, engineBinary, ENGINE_VERSIONS } from './engines';
+import { failingRules, queryVector } from './engine-api';
+import { freePorts } from './ports';
+import { Proc, startProc, waitFor } from './proc';
+
+/** The production defaults passed explicitly (see above); `lagMs` of the path is the eval delay. */
+export const VM_DELAYS = { latencyOffset: '30s', evalDelay: '30s', queryStep: '5m' } as const;
+export const VM_EVAL_DELAY_MS = 30_000;
+
+export interface VictoriaMetricsOptions {
+  exporterTargets: string[];
+  job: string;
+  ruleFiles: string[];
+  scrapeInterval: string;
+  /** vmalert's -evaluationInterval. */
+  evaluationInterval: string;
+  alertmanagerUrl: string;
+}
+
+export interface VictoriaMetrics {
+  /** http://host:port of victoria-metrics (Prometheus query API). */
+  vmUrl: string;
+  /** http://host:port of vmalert (its /api/v1/rules and /api/v1/alerts). */
+  vmalertUrl: string;
+  /** e.g. "1.151.0". */
+  version: string;
+  stop(): Promise<void>;
+}
+
+async function ready(name: string, proc: Proc, url: string, route: string): Promise<void> {
+  await waitFor(`${name} ready`, async () => {
+    if (proc.child.exitCode !== null) throw new Error(`${name} exited (${proc.child.exitCode}): ${proc.output().slice(-3000)}`);
+    return (await fetch(`${url}${route}`, { signal: AbortSignal.timeout(2000) })).ok;
+  }, 60_000, 250);
+}
+
+export async function startVictoriaMetrics(o: VictoriaMetricsOptions): Promise<VictoriaMetrics> {
+  assertEngine('victoriametrics');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vm-'));
+  const stops: Array<() => Promise<void>> = [async () => fs.rmSync(dir, { recursive: true, force: true })];
+  const stop = async () => {
+    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
+  };
+  try {
+    const scrapeFile = path.join(dir, 'scrape.yml');
+    fs.writeFileSync(scrapeFile, stringify({
+      global: { scrape_interval: o.scrapeInterval, scrape_timeout: o.scrapeInterval },
+      scrape_configs: [{ job_name: o.job, honor_labels: true, static_configs: [{ targets: o.exporterTargets }] }],
+    }));
+    const [vmPort, vmalertPort] = await freePorts(2);
+    const vmUrl = `http://127.0.0.1:${vmPort}`;
+    const vm = startProc('victoria-metrics', engineBinary('victoriametrics', 'victoria-metrics'), [
+      `-storageDataPath=${path.join(dir, 'data')}`, `-httpListenAddr=127.0.0.1:${vmPort}`, `-promscrape.config=${scrapeFile}`,
+      '-retentionPeriod=1d', `-search.latencyOffset=${VM_DELAYS.latencyOffset}`, '-loggerLevel=WARN',
+    ]);
+    stops.push(() => vm.stop());
+    await ready('victoria-metrics', vm, vmUrl, '/health');
+    const vmalertUrl = `http://127.0.0.1:${vmalertPort}`;
+    const vmalert = startProc('vmalert', engineBinary('victoriametrics', 'vmalert'), [
+      ...o.ruleFiles.map((f) => `-rule=${f}`),
+      `-datasource.url=${vmUrl}`, `-remoteWrite.url=${vmUrl}`, `-remoteRead.url=${vmUrl}`, `-notifier.url=${o.alertmanagerUrl}`,
+      `-evaluationInterval=${o.evaluationInterval}`, `-rule.evalDelay=${VM_DELAYS.evalDelay}`, `-datasource.queryStep=${VM_DELAYS.queryStep}`,
+      `-httpListenAddr=127.0.0.1:${vmalertPort}`, '-loggerLevel=WARN',
+    ]);
+    stops.push(() => vmalert.stop());
+    await ready('vmalert', vmalert, vmalertUrl, '/health');
+    await waitFor('victoria-metrics scraped the exporter', async () => (await queryVector(vmUrl, `up{job="${o.job}"} == 1`)).length > 0, 120_000, 1000);
+    let failing: string[] = [];
+    await waitFor('vmalert evaluating every rule without error', async () => {
+      failing = await failingRules(vmalertUrl);
+      const groups = await (await fetch(`${vmalertUrl}/api/v1/rules`)).json() as { data: { groups: Array<{ lastEvaluation: string }> } };
+      return failing.length === 0 && groups.data.groups.length > 0 && groups.data.groups.every((g) => !g.lastEvaluation.startsWith('0001'));
+    }, 60_000, 500).catch((e: Error) => {
+      throw new Error(`${e.message}; failing: ${failing.join('; ')}`);
+    });
+    return { vmUrl, vmalertUrl, version: ENGINE_VERSIONS.victoriametrics.replace(/^v/, ''), stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
