@@ -50,7 +50,12 @@ async function rayVsExporter(): Promise<string> {
   const ray = await startRay();
   const cfg = configFile(`ray_clusters:\n  - name: bench\n    dashboard_url: ${ray.dashboardUrl}\n    interval: 2s\n`);
   const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }) });
-  const srv = http.createServer(async (_req, res) => { res.end(await scrapeText(exporter.metrics)); });
+  const srv = http.createServer((_req, res) => {
+    scrapeText(exporter.metrics).then(
+      (body) => res.end(body),
+      () => res.writeHead(500).end(),
+    );
+  });
   try {
     await ray.deploy(rayAppConfig('two-step.yaml'));
     await ray.waitApp('two-step', (a) => a.status === 'RUNNING', 180_000);

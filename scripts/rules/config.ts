@@ -31,6 +31,7 @@ export const ALERT_NAMES = [
   'HyphaServeSourceStale',
   'HyphaServeExporterDown',
   'HyphaServeExporterConfigReloadFailed',
+  'HyphaServeExporterWebConfigReloadFailed',
 ] as const;
 export type AlertName = (typeof ALERT_NAMES)[number];
 

@@ -106,6 +106,21 @@ export function exporterGroup(c: MixinConfig): Group {
           `),
         },
       }),
+      alert(c, 'HyphaServeExporterWebConfigReloadFailed', {
+        comment:
+          'Per exporter process; a scrape gap does not reset it. The web config is re-read when it or a file it names ' +
+          'changes (a renewed certificate, a new password); a broken new version keeps the old one in effect.',
+        expr: `last_over_time(${m('hypha_serve_exporter_web_config_last_reload_successful')}[${B}]) == 0\n`,
+        annotations: {
+          summary: 'The exporter rejected its new web configuration (TLS or basic auth).',
+          description: prose(`
+            The last re-read of the web config (--web.config.file) of hypha-serve-exporter {{ $labels.instance }} failed;
+            it keeps serving with the previous TLS certificate and users, last loaded
+            {{ with ${queryOf(c, m('hypha_serve_exporter_web_config_last_reload_success_timestamp_seconds'), ['instance'])} }}{{ . | first | value | humanizeTimestamp }}{{ else }}at an unknown time{{ end }}.
+            A renewed certificate is not served until the file loads again, so the old one may expire.
+          `),
+        },
+      }),
     ],
   };
 }

@@ -13,7 +13,9 @@ export function createApp(exporter: Exporter, log: Logger, opts: { gate?: (req: 
   // Every endpoint, /-/reload included, is behind the web config's headers, rate limit and basic auth (web-gate.ts).
   if (opts.gate) app.use(opts.gate);
 
-  app.get('/metrics', async (req: Request, res: Response) => {
+  // express 4 ignores a handler's promise; the handler catches everything itself, so `void` is safe.
+  app.get('/metrics', (req: Request, res: Response) => void serveMetrics(req, res));
+  async function serveMetrics(req: Request, res: Response): Promise<void> {
     try {
       const body = await exporter.metrics.scrape(negotiateFormat(req.get('accept')), negotiateEncoding(req.get('accept-encoding')));
       res.set('Content-Type', body.contentType);
@@ -32,7 +34,7 @@ export function createApp(exporter: Exporter, log: Logger, opts: { gate?: (req: 
       log.error({ error: (e as Error).message }, 'rendering /metrics failed');
       res.status(500).type('text/plain').send('internal error rendering metrics\n');
     }
-  });
+  }
   app.get('/-/healthy', (_req, res) => {
     res.type('text/plain').send('Healthy.\n');
   });

@@ -1,7 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { EXPORTER_BIN as MAIN } from '../harness/exporter-process';
+import { EXPORTER_BIN as MAIN, interpreterCommand } from '../harness/exporter-process';
 
 const root = path.resolve(__dirname, '..', '..');
 
@@ -24,7 +24,9 @@ function newestMtime(dir: string): number {
 
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [ensureBuilt(), ...args], { env: { ...process.env, ...env } });
+    // As installed: through the bin's interpreter line, so the run has the memory settings (no start-up notice).
+    const [command, bin] = interpreterCommand(ensureBuilt());
+    const p = spawn(command, [...bin, ...args], { env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
