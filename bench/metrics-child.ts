@@ -1,11 +1,11 @@
 // Child process of bench/metrics-scale.ts: the exporter alone (its upstream is the parent), so
-// that the resident memory measured is the exporter's. argv: config file, cycles, heap snapshot (0/1).
+// that the resident memory measured is the exporter's; built by the in-process test helper, as
+// src/main.ts builds it. argv: config file, cycles, heap snapshot (0/1).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
-import pino from 'pino';
-import { Exporter } from '../src/exporter/exporter';
+import { exporterWithConfig } from '../test/helpers/exporter';
 
 interface HeapSnapshotFile {
   snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
@@ -31,7 +31,8 @@ function topRetainers(file: string, n = 12): { what: string; mb: number }[] {
 async function main(): Promise<void> {
   const [file, cyclesArg, heapArg] = process.argv.slice(2);
   const cycles = Number(cyclesArg);
-  const exporter = new Exporter({ configFile: file, log: pino({ level: 'silent' }) });
+  const h = exporterWithConfig({ file }, { logLevel: 'silent' });
+  const { exporter } = h;
   exporter.start();
   await exporter.settled();
   const sample: number[] = [];
@@ -65,7 +66,7 @@ async function main(): Promise<void> {
     sampleP50: sample[Math.floor(sample.length / 2)], sampleMax: sample[sample.length - 1],
     renderP50: render[Math.floor(render.length / 2)], renderMax: render[render.length - 1], top,
   });
-  await exporter.stop();
+  await h.close();
   setTimeout(() => process.exit(0), 100);
 }
 

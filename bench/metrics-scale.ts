@@ -3,50 +3,13 @@
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import pino from 'pino';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { Exporter } from '../src/exporter/exporter';
-import { createApp } from '../src/server/app';
-import { servePayload } from './serve-payload';
-import { scrapeText } from '../test/helpers/exporter';
+import type { Exporter } from '../src/exporter/exporter';
+import { configFor, fakeRay, payloads, rayConfig } from './fake-ray';
+import { exporterWithConfig, type InProcessExporter } from '../test/helpers/exporter';
 import { parseFamilies } from '../test/helpers/exposition';
-
-type Payload = { applications: Record<string, { last_deployed_time_s: number; deployments: Record<string, { status: string }> }> };
-
-/** The base payload, and one where `fraction` of the apps changed (deploy time and every deployment's status). */
-export function payloads(apps: number, fraction: number): [string, string] {
-  const base = servePayload(apps, 3, 2, 0) as Payload;
-  const changed = JSON.parse(JSON.stringify(base)) as Payload;
-  const names = Object.keys(changed.applications);
-  const n = Math.max(1, Math.round(names.length * fraction));
-  for (const name of names.slice(0, n)) {
-    const a = changed.applications[name];
-    a.last_deployed_time_s += 1;
-    for (const d of Object.values(a.deployments)) d.status = 'UPSCALING';
-  }
-  return [JSON.stringify(base), JSON.stringify(changed)];
-}
-
-/** Serves bodies[which()] on every request. */
-export async function upstream(bodies: () => string): Promise<{ url: string; close(): Promise<void> }> {
-  const srv = http.createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(bodies());
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => srv.close(() => r())) };
-}
-
-export function configFor(url: string): { file: string; cleanup(): void } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-metrics-'));
-  const file = path.join(dir, 'c.yml');
-  fs.writeFileSync(file, `ray_clusters:\n  - name: bench\n    dashboard_url: ${url}\n    interval: 1h\n    timeout: 60s\n    max_apps: 100000\n    max_response_bytes: 1000000000\n    proxy_probe: {enabled: false}\n`);
-  return { file, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
-}
 
 /** The same series in a bare prom-client registry, built from an exposition text. */
 export function floorRegistry(text: string): Registry {
@@ -104,9 +67,12 @@ async function listen(handler: http.RequestListener): Promise<{ url: string; clo
   };
 }
 
-/** Steady /metrics over HTTP, alternating with the floor (the same series in prom-client behind a bare http server). */
-async function httpScrapes(exporter: Exporter, floor: Registry, rounds: number): Promise<{ floor: number; plain: number; gzip: number }> {
-  const ours = await listen(createApp(exporter, pino({ level: 'silent' })));
+/**
+ * Steady /metrics over HTTP (the in-process exporter served as src/main.ts serves it), alternating with the floor
+ * (the same series in prom-client behind a bare http server).
+ */
+async function httpScrapes(h: InProcessExporter, floor: Registry, rounds: number): Promise<{ floor: number; plain: number; gzip: number }> {
+  const ours = await h.serve();
   const bare = await listen((_req, res) => {
     void floor.metrics().then((text) => {
       res.setHeader('content-type', floor.contentType);
@@ -130,7 +96,6 @@ async function httpScrapes(exporter: Exporter, floor: Registry, rounds: number):
     return { floor: median(times.floor), plain: median(times.plain), gzip: median(times.gzip) };
   } finally {
     agent.destroy();
-    await ours.close();
     await bare.close();
   }
 }
@@ -149,13 +114,13 @@ export async function metricsScale(apps: number, rounds = 15): Promise<MetricsSc
   const [base, some] = payloads(apps, 0.01);
   const [, all] = payloads(apps, 1);
   let body = base;
-  const up = await upstream(() => body);
-  const cfg = configFor(up.url);
-  const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }) });
+  const up = await fakeRay(() => body);
+  const h = exporterWithConfig(rayConfig(up.url), { logLevel: 'silent' });
+  const { exporter } = h;
   exporter.start();
   await exporter.settled();
   await exporter.metrics.scrape('prometheus', 'gzip');
-  const text = await scrapeText(exporter.metrics);
+  const text = await h.scrape();
   const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
   const floor = floorRegistry(text);
   await floor.metrics();
@@ -171,7 +136,7 @@ export async function metricsScale(apps: number, rounds = 15): Promise<MetricsSc
     steadyTimes.push((await scrapeMs(exporter, 'identity')).ms);
     gzipTimes.push((await scrapeMs(exporter, 'gzip')).ms);
   }
-  const httpTimes = await httpScrapes(exporter, floor, rounds);
+  const httpTimes = await httpScrapes(h, floor, rounds);
   const after = async (changed: string, encoding: 'gzip' | 'identity'): Promise<number> => {
     const xs: number[] = [];
     for (let i = 0; i < rounds; i++) {
@@ -192,9 +157,8 @@ export async function metricsScale(apps: number, rounds = 15): Promise<MetricsSc
   // The gzip body decodes to the plain one (sanity: the benchmark measures a real answer).
   const gzBody = Buffer.concat(gz.chunks);
   if (zlib.gunzipSync(gzBody).length < plainBytes * 0.99) throw new Error('gzip body does not decode to the plain body');
-  await exporter.stop();
+  await h.close();
   await up.close();
-  cfg.cleanup();
   return {
     apps, series, floor: median(floorTimes), steady: median(steadyTimes), after1, after100, gzipSteady: median(gzipTimes), gzipAfter1, plainBytes, gzipBytes,
     http: httpTimes,
@@ -222,7 +186,7 @@ export async function processMemory(
   const [base, changed] = payloads(apps, fraction);
   let n = 0;
   // Every cycle a changed payload (`fraction` of the apps differ from the previous cycle's).
-  const up = await upstream(() => (n++ % 2 === 0 ? base : changed));
+  const up = await fakeRay(() => (n++ % 2 === 0 ? base : changed));
   const cfg = configFor(up.url);
   try {
     const child = fork(path.join(__dirname, 'metrics-child.js'), [cfg.file, String(cycles), opts.heapSnapshot ? '1' : '0'], {

@@ -4,13 +4,10 @@
 //      RPCs per cycle (one listServices per workspace, whatever the number of apps);
 //  (c) with the argument `time-to-page` only: incidents 1a, 1b and 2 replayed at the shipped
 //      defaults on Prometheus 2.42 and 3.x (bench/shipped-replay.ts; `npm run bench:time-to-page:real`).
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
-import { Exporter } from '../src/exporter/exporter';
 import { HyphaConnection } from '../src/sources/hypha/client';
 import { startHypha } from '../test/harness/hypha';
 import { registerMany } from '../test/harness/hypha-registrant';
@@ -19,7 +16,10 @@ import { waitFor } from '../test/harness/proc';
 import { servePayload } from './serve-payload';
 import { ShippedResult, shippedTimeToPage } from './shipped-replay';
 import { quantile, writeSection } from './stats';
-import { scrapeText } from '../test/helpers/exporter';
+import { exporterWithConfig } from '../test/helpers/exporter';
+import { spawnExporter } from '../test/harness/exporter-process';
+import { fakeRay } from './fake-ray';
+import { onlyProcess, plainEnv, rssMb } from './bin-memory';
 
 const f1 = (x: number) => x.toFixed(1);
 
@@ -39,19 +39,11 @@ async function timedGets(url: string, n: number): Promise<{ p50: number; p99: nu
   return { p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), bytes, status };
 }
 
-function configFile(text: string): { file: string; cleanup(): void } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
-  const file = path.join(dir, 'c.yml');
-  fs.writeFileSync(file, text);
-  return { file, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
-}
-
 async function rayVsExporter(): Promise<string> {
   const ray = await startRay();
-  const cfg = configFile(`ray_clusters:\n  - name: bench\n    dashboard_url: ${ray.dashboardUrl}\n    interval: 2s\n`);
-  const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }) });
+  const h = exporterWithConfig(`ray_clusters:\n  - name: bench\n    dashboard_url: ${ray.dashboardUrl}\n    interval: 2s\n`, { logLevel: 'silent' });
   const srv = http.createServer((_req, res) => {
-    scrapeText(exporter.metrics).then(
+    h.scrape().then(
       (body) => res.end(body),
       () => res.writeHead(500).end(),
     );
@@ -60,8 +52,8 @@ async function rayVsExporter(): Promise<string> {
     await ray.deploy(rayAppConfig('two-step.yaml'));
     await ray.waitApp('two-step', (a) => a.status === 'RUNNING', 180_000);
     await ray.request('/two-step?text=bench', 60_000);
-    exporter.start();
-    await exporter.settled();
+    h.exporter.start();
+    await h.exporter.settled();
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
     const port = (srv.address() as AddressInfo).port;
     const rayUrl = `http://127.0.0.1:${ray.metricsExportPort}/metrics`;
@@ -78,16 +70,90 @@ async function rayVsExporter(): Promise<string> {
     ].join('\n');
   } finally {
     srv.close();
-    await exporter.stop();
-    cfg.cleanup();
+    await h.close();
     await ray.stop();
+  }
+}
+
+/**
+ * One plain GET on a new connection, ms to the last byte. Not a kept-alive one: at 5 s between scrapes, the
+ * server's 5 s keep-alive timeout can close it just as it is reused (ECONNRESET on a loaded machine).
+ */
+function plainScrape(url: string): Promise<{ ms: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    http.get(url, { agent: false, headers: { 'accept-encoding': 'identity' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ ms: performance.now() - t0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+/** The exporter config of the registry bench: the fake Ray of `rayUrl` and the Hypha server, `{workspace}/*:{app}` templates. */
+function hyphaScaleConfig(rayUrl: string, hyphaUrl: string, interval: string): string {
+  return [
+    `global: {interval: ${interval}, timeout: 30s}`,
+    `ray_clusters:\n  - {name: bench, dashboard_url: "${rayUrl}", max_apps: 100000, max_response_bytes: 1000000000, proxy_probe: {enabled: false}}`,
+    `hypha: {name: bench, server_url: "${hyphaUrl}", bearer_token_env: HYPHA_TOKEN}`,
+    'watched_services: []',
+    'hypha_registration:',
+    '  workers: {discover: false}',
+    '  clusters:',
+    '    - cluster: bench',
+    '      bioengine: {enabled: false}',
+    '      templates: [{service: "{workspace}/*:{app}"}]',
+    '',
+  ].join('\n');
+}
+
+const registeredCount = (text: string) => (text.match(/^hypha_serve_app_registered\{.*\} 1$/gm) ?? []).length;
+
+interface HyphaProcessFigures {
+  rssMb: number;
+  /** Per sample, ms: hypha_serve_source_sample_duration_seconds of the Ray and the Hypha source, and the first plain scrape after it (to the last byte). */
+  raySampleMs: number[];
+  hyphaSampleMs: number[];
+  scrapeMs: number[];
+}
+
+/**
+ * The plain bin (test/harness/exporter-process.ts, no NODE_OPTIONS) at `n` services: `cycles` samples 5 s
+ * apart, each followed by a plain scrape; RSS of its one process after an idle pause.
+ */
+async function hyphaProcess(n: number, rayUrl: string, hyphaUrl: string, token: string, rayRequests: () => number, cycles: number): Promise<HyphaProcessFigures> {
+  const ex = await spawnExporter({
+    name: `bench-hypha-${n}`, config: hyphaScaleConfig(rayUrl, hyphaUrl, '5s'), baseEnv: plainEnv(), env: { HYPHA_TOKEN: token }, logLevel: 'warn',
+  });
+  try {
+    const url = `${ex.url}/metrics`;
+    await waitFor('registered series (process)', async () => registeredCount((await plainScrape(url)).text) === n, 180_000, 1000);
+    const figures: HyphaProcessFigures = { rssMb: 0, raySampleMs: [], hyphaSampleMs: [], scrapeMs: [] };
+    const seconds = (text: string, source: string) => Number(new RegExp(`^hypha_serve_source_sample_duration_seconds\\{source="${source}"[^}]*\\} (\\S+)$`, 'm').exec(text)?.[1]) * 1000;
+    for (let i = 0, seen = rayRequests(); i < cycles; i++) {
+      await waitFor('a sample (process)', async () => rayRequests() > seen, 60_000, 100);
+      seen = rayRequests();
+      // The Ray and Hypha samples of the cycle land in the snapshot, then one scrape as a browser would (plain).
+      await new Promise((r) => setTimeout(r, 2000));
+      const { ms, text } = await plainScrape(url);
+      figures.scrapeMs.push(ms);
+      figures.raySampleMs.push(seconds(text, 'ray'));
+      figures.hyphaSampleMs.push(seconds(text, 'hypha'));
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+    onlyProcess(ex.proc.pid);
+    figures.rssMb = rssMb(ex.proc.pid);
+    return figures;
+  } finally {
+    await ex.stop();
   }
 }
 
 async function hyphaScale(sizes: number[]): Promise<string> {
   const hypha = await startHypha({});
   const calls: Record<string, number> = {};
-  // Count every RPC the exporter's Hypha connection makes, by method.
+  // Count every RPC the exporter's Hypha connection makes, by method (the in-process exporter's).
   for (const m of ['listServices', 'getServiceInfo', 'callDirect', 'subscribe'] as const) {
     const orig = HyphaConnection.prototype[m] as (...a: unknown[]) => Promise<unknown>;
     (HyphaConnection.prototype as unknown as Record<string, unknown>)[m] = function (this: HyphaConnection, ...a: unknown[]) {
@@ -95,7 +161,11 @@ async function hyphaScale(sizes: number[]): Promise<string> {
       return orig.apply(this, a);
     };
   }
+  const cycles = 10;
   const rows: string[] = [];
+  const processRows: string[] = [];
+  const p50 = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const max = (xs: number[]) => Math.max(...xs);
   try {
     for (const n of sizes) {
       const payload = servePayload(n, 3, 1, 0) as { applications: Record<string, unknown> };
@@ -106,54 +176,63 @@ async function hyphaScale(sizes: number[]): Promise<string> {
         clients.push(await registerMany({ serverUrl: hypha.url, token: hypha.rootToken, clientId: `bench-${n}-${i}`, serviceIds: apps.slice(i, i + 1000) }));
       }
       const body = JSON.stringify(payload);
-      const up = http.createServer((_q, r) => { r.writeHead(200, { 'content-type': 'application/json' }); r.end(body); });
-      await new Promise<void>((r) => up.listen(0, '127.0.0.1', () => r()));
-      const rayUrl = `http://127.0.0.1:${(up.address() as AddressInfo).port}`;
-      const cfg = configFile([
-        'global: {interval: 1h, timeout: 30s}',
-        `ray_clusters:\n  - {name: bench, dashboard_url: "${rayUrl}", max_apps: 100000, proxy_probe: {enabled: false}}`,
-        `hypha: {name: bench, server_url: "${hypha.url}", bearer_token_env: HYPHA_TOKEN}`,
-        'watched_services: []',
-        'hypha_registration:',
-        '  workers: {discover: false}',
-        '  clusters:',
-        '    - cluster: bench',
-        '      bioengine: {enabled: false}',
-        '      templates: [{service: "{workspace}/*:{app}"}]',
-        '',
-      ].join('\n'));
-      const exporter = new Exporter({ configFile: cfg.file, log: pino({ level: 'silent' }), env: { HYPHA_TOKEN: hypha.rootToken } });
-      exporter.start();
-      await exporter.settled();
-      await waitFor('registered series', async () => (await scrapeText(exporter.metrics)).includes('hypha_serve_app_registered{'), 120_000, 500);
-      for (const k of Object.keys(calls)) delete calls[k];
-      const cycles = 10;
-      const times: number[] = [];
-      for (let i = 0; i < cycles; i++) {
-        const t0 = performance.now();
-        await exporter.sampleAll();
-        times.push(performance.now() - t0);
+      const ray = await fakeRay(() => body);
+      try {
+        // The process first (its figures are not disturbed by the in-process run's heap in this process).
+        const proc = await hyphaProcess(n, ray.url, hypha.url, hypha.rootToken, () => ray.requests(), Number(process.env.BENCH_HYPHA_PROCESS_CYCLES ?? 5));
+        const sums = proc.raySampleMs.map((r, i) => Math.max(r, proc.hyphaSampleMs[i]) + proc.scrapeMs[i]);
+        processRows.push(`| ${n} | one process, ${proc.rssMb.toFixed(0)} MB | ${f1(p50(proc.raySampleMs))} / ${f1(max(proc.raySampleMs))} | `
+          + `${f1(p50(proc.hyphaSampleMs))} / ${f1(max(proc.hyphaSampleMs))} | ${f1(p50(proc.scrapeMs))} / ${f1(max(proc.scrapeMs))} | ${f1(p50(sums))} / ${f1(max(sums))} |`);
+        process.stdout.write(`hypha scale ${n}: process ${processRows[processRows.length - 1]}\n`);
+
+        const h = exporterWithConfig(hyphaScaleConfig(ray.url, hypha.url, '1h'), { env: { HYPHA_TOKEN: hypha.rootToken }, logLevel: 'silent' });
+        try {
+          h.exporter.start();
+          await h.exporter.settled();
+          await waitFor('registered series', async () => registeredCount(await h.scrape()) === n, 120_000, 500);
+          for (const k of Object.keys(calls)) delete calls[k];
+          const times: number[] = [];
+          const renders: number[] = [];
+          let text = '';
+          for (let i = 0; i < cycles; i++) {
+            let t0 = performance.now();
+            await h.exporter.sampleAll();
+            times.push(performance.now() - t0);
+            t0 = performance.now();
+            text = await h.scrape();
+            renders.push(performance.now() - t0);
+          }
+          const both = times.map((t, i) => t + renders[i]);
+          const perCycle = Object.entries(calls).map(([k, v]) => `${k} ${v / cycles}`).join(', ') || 'none';
+          rows.push(`| ${n} | ${registeredCount(text)} | ${f1(p50(times))} / ${f1(max(times))} | ${perCycle} | ${f1(p50(renders))} / ${f1(max(renders))} | `
+            + `${f1(p50(both))} / ${f1(max(both))} | ${(text.length / 1e6).toFixed(2)} MB |`);
+          process.stdout.write(`hypha scale ${n}: in-process ${rows[rows.length - 1]}\n`);
+        } finally {
+          await h.close();
+        }
+      } finally {
+        await ray.close();
+        for (const c of clients) await c.disconnect();
       }
-      times.sort((a, b) => a - b);
-      const t0 = performance.now();
-      const text = await scrapeText(exporter.metrics);
-      const renderMs = performance.now() - t0;
-      const registered = (text.match(/^hypha_serve_app_registered\{.*\} 1$/gm) ?? []).length;
-      const perCycle = Object.entries(calls).map(([k, v]) => `${k} ${v / cycles}`).join(', ') || 'none';
-      rows.push(`| ${n} | ${registered} | ${f1(quantile(times, 0.5))} / ${f1(quantile(times, 0.99))} | ${perCycle} | ${f1(renderMs)} | ${(text.length / 1e6).toFixed(2)} MB | ${(process.memoryUsage().rss / 1048576).toFixed(0)} MB |`);
-      process.stdout.write(`hypha scale ${n} done\n`);
-      await exporter.stop();
-      cfg.cleanup();
-      up.close();
-      for (const c of clients) await c.disconnect();
     }
   } finally {
     await hypha.stop();
   }
   return [
-    'Real Hypha 0.21.137; N services registered in one workspace (several clients, 1,000 each); a Serve payload of N apps × 3 deployments from loopback; `templates` mapping `{workspace}/*:{app}`; 10 sampling cycles of all sources (Ray + Hypha registry), ms.',
+    `Command: \`npm run build && BENCH_ONLY=hypha-scale BENCH_HYPHA_APPS=${sizes.join(',')} node dist/bench/real-stack.js\` (part of \`npm run bench:real\`), `
+      + `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores shared with other jobs (figures under load), Node ${process.version}.`,
+    'Real Hypha 0.21.137; N services registered in one workspace (several clients, 1,000 each); a Serve payload of N apps × 3 deployments from the benchmarks\' fake Ray (bench/fake-ray.ts); `templates` mapping `{workspace}/*:{app}`.',
     '',
-    '| apps = services | registered series = 1 | cycle p50 / p99 (Ray + Hypha) | Hypha RPCs per cycle | /metrics render | bytes | RSS |',
+    'The plain bin (`spawnExporter`, no NODE_OPTIONS; sampling every 5 s), one scrape 2 s after each of 5 samples, RSS of its process 2 s after the last (`ps`: one process, no child). '
+      + 'Sample times as the exporter reports them (`hypha_serve_source_sample_duration_seconds`; the two sources sample concurrently), scrape = plain GET to the last byte, ms, p50 / max:',
+    '',
+    '| services | RSS | Ray sample | Hypha registry sample | first scrape after the sample | cycle + scrape (slower sample + scrape) |',
+    '|---|---|---|---|---|---|',
+    ...processRows,
+    '',
+    `The in-process exporter (\`exporterWithConfig\`), ${cycles} cycles: \`sampleAll()\` (Ray + Hypha registry) then the first render after it (\`MetricsRenderer.scrape\`, plain), ms, p50 / max:`,
+    '',
+    '| services | registered series = 1 | cycle (Ray + Hypha) | Hypha RPCs per cycle | render after the cycle | cycle + render | /metrics bytes |',
     '|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
@@ -209,7 +288,8 @@ async function main(): Promise<void> {
   const sizes = (process.env.BENCH_HYPHA_APPS ?? '100,1000,5000').split(',').map(Number);
   const h = await hyphaScale(sizes);
   process.stdout.write(`\n${h}\n`);
-  writeSection(file, 'hypha-scale', `## Hypha registry source at scale\n\nCommand: \`npm run bench:real\`.\n\n${h}`);
+  writeSection(file, 'hypha-scale', `## Hypha registry source at scale\n\n${h}`);
+  if (process.env.BENCH_ONLY === 'hypha-scale') return;
   const r = await rayVsExporter();
   process.stdout.write(`\n${r}\n`);
   writeSection(file, 'ray-vs-exporter', `## Scrape latency: the exporter vs Ray's own metrics endpoint\n\nCommand: \`npm run bench:real\`.\n\n${r}`);

@@ -8,6 +8,7 @@ import { writeSection } from './stats';
 import { metricsScale, processMemory } from './metrics-scale';
 import { binMemory, BinMemoryResult } from './bin-memory';
 import { webSecurity } from './web-security';
+import { rulesCost, rulesCostText } from './rules-cost';
 
 const f = (x: number) => x.toFixed(1);
 
@@ -32,11 +33,13 @@ async function metricsTargets(file: string, write: boolean, churned?: Awaited<Re
   const tunedNote = '`NODE_OPTIONS=--max-semi-space-size=1` and `MALLOC_MMAP_THRESHOLD_=131072`';
   const text = [
     `Command: \`npm run bench\` (or \`npm run build && BENCH_ONLY=metrics node --expose-gc dist/bench/run.js\`), ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version}.`,
-    `1,000 apps × 3 deployments (${m.series} series, ${(m.plainBytes / 1e6).toFixed(1)} MB of text), synthetic Ray 2.60 payload from loopback, proxy probes off. Times are p50 in ms of \`MetricsRenderer.scrape()\` (the /metrics handler without the socket),`,
+    `1,000 apps × 3 deployments (${m.series} series, ${(m.plainBytes / 1e6).toFixed(1)} MB of text), synthetic Ray 2.60 payload from the benchmarks' fake Ray (bench/fake-ray.ts on test/helpers/http-upstream.ts), proxy probes off; `
+      + 'figures measured while the machine\'s cores were shared with other jobs. Exporters come from the two test helpers: in-process `exporterWithConfig` (test/helpers/exporter.ts), process `spawnExporter` (test/harness/exporter-process.ts). '
+      + 'Times are p50 in ms of `MetricsRenderer.scrape()` (the /metrics handler without the socket) of the in-process exporter,',
     'measured in one loop alternating with the floor: a bare prom-client registry holding the same series (`registry.metrics()`);',
-    'the "over HTTP" rows time a GET to its last byte on a keep-alive loopback connection, alternating with the same registry behind a bare `http` server.',
+    'the "over HTTP" rows time a GET to its last byte on a keep-alive loopback connection to the in-process exporter served as src/main.ts serves it (`serve()` of the helper: `createApp` on the listener of src/server/listen.ts), alternating with the same registry behind a bare `http` server.',
     '"after N% change" = the first scrape after a Ray sample in which N% of the apps changed (deploy time and every deployment status).',
-    `RSS = the exporter alone in a child process (its upstream is the parent), after the cycles and a GC; "tuned" = ${tunedNote}.`,
+    `RSS of the plain bin = \`spawnExporter\` with no NODE_OPTIONS (bench/bin-memory.ts; \`ps\` checked: one process, no child); the comparison rows = the in-process exporter alone in a child process (bench/metrics-child.ts; its upstream is the parent), after the cycles and a GC; "tuned" = ${tunedNote}.`,
     '',
     '| measure | target | floor (prom-client) | exporter | ratio | met |',
     '|---|---|---|---|---|---|',
@@ -89,12 +92,24 @@ function binRows(runs: BinMemoryResult[], ok: (cond: boolean) => string): string
   const all = (pick: (b: BinMemoryResult) => number[]) => runs.flatMap(pick);
   return [
     `| RSS, 1k apps, 10 cycles of 1% change, plain \`hypha-serve-exporter\` bin, no extra environment, ${runs.length} runs (min / median / max) | ≤ 100 MB | `
-      + `| one process (no child), ${spread(rss)} MB | | ${ok(Math.max(...rss) <= 100)} |`,
+      + `| one process (\`ps\`: ${Math.max(...runs.map((b) => b.psProcesses))}, no child), ${spread(rss)} MB | | ${ok(Math.max(...rss) <= 100)} |`,
     `| same runs: first scrape after a sample over HTTP, gzip / plain (p50, max); sample (p50, max) | — | `
       + `| ${mid(all((b) => b.gzipScrapeMs)).toFixed(0)} / ${mid(all((b) => b.plainScrapeMs)).toFixed(0)} ms `
       + `(max ${Math.max(...all((b) => b.gzipScrapeMs)).toFixed(0)} / ${Math.max(...all((b) => b.plainScrapeMs)).toFixed(0)} ms); `
       + `sample ${mid(all((b) => b.sampleMs)).toFixed(0)} ms (max ${Math.max(...all((b) => b.sampleMs)).toFixed(0)} ms) | | |`,
   ];
+}
+
+/** The rules pack's evaluation cost at 1,000 and 5,000 paging apps (bench/rules-cost.ts). */
+async function rulesSection(file: string, write: boolean): Promise<void> {
+  const runs = [];
+  for (const n of (process.env.BENCH_RULES_APPS ?? '1000,5000').split(',').map(Number)) {
+    runs.push(await rulesCost(n));
+    process.stdout.write(`rules cost at ${n} apps done\n`);
+  }
+  const text = rulesCostText(runs);
+  process.stdout.write(`${text}\n`);
+  if (write) writeSection(file, 'rules-cost', `## Rule evaluation cost (issue 25)\n\n${text}`);
 }
 
 async function main(): Promise<void> {
@@ -107,6 +122,10 @@ async function main(): Promise<void> {
   }
   if (process.env.BENCH_ONLY === 'web') {
     await webSection(file, write);
+    return;
+  }
+  if (process.env.BENCH_ONLY === 'rules') {
+    await rulesSection(file, write);
     return;
   }
   if (process.env.BENCH_ONLY === 'metrics' || process.env.BENCH_ONLY === 'metrics-http') {
@@ -174,6 +193,7 @@ async function main(): Promise<void> {
   if (write) writeSection(file, 'hang', `## /metrics while an upstream hangs\n\n${hangText}`);
   await metricsTargets(file, write, c);
   await webSection(file, write);
+  await rulesSection(file, write);
 }
 
 /** The endpoints under hostile clients (bench/web-security.ts). */

@@ -1,14 +1,8 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import pino from 'pino';
-import fs from 'node:fs';
-import path from 'node:path';
-import { Exporter } from '../src/exporter/exporter';
+import { fakeRay, rayConfig } from './fake-ray';
 import { servePayload } from './serve-payload';
 import { timeIt } from './stats';
 import { floorRegistry } from './metrics-scale';
-import { scrapeText } from '../test/helpers/exporter';
+import { exporterWithConfig } from '../test/helpers/exporter';
 
 export interface ServeScaleResult {
   apps: number;
@@ -26,31 +20,22 @@ export interface ServeScaleResult {
 export async function serveScale(apps: number, rounds = 20): Promise<ServeScaleResult> {
   const bodies = [JSON.stringify(servePayload(apps, 3, 2, 0)), JSON.stringify(servePayload(apps, 3, 2, 0)).replace(/"HEALTHY"/, '"UPSCALING"')];
   let which = 0;
-  let requests = 0;
-  const srv = http.createServer((_req, res) => {
-    requests++;
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(bodies[which]);
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as AddressInfo).port;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
-  const cfg = path.join(dir, 'c.yml');
-  fs.writeFileSync(cfg, `ray_clusters:\n  - name: bench\n    dashboard_url: http://127.0.0.1:${port}\n    interval: 1h\n    timeout: 30s\n    max_apps: 100000\n    proxy_probe: {enabled: false}\n`);
-  const exporter = new Exporter({ configFile: cfg, log: pino({ level: 'silent' }) });
+  const up = await fakeRay(() => bodies[which]);
+  const h = exporterWithConfig(rayConfig(up.url, { timeout: '30s' }), { logLevel: 'silent' });
+  const { exporter } = h;
   exporter.start();
   await exporter.settled();
-  requests = 0;
+  const requests0 = up.requests();
   const sample = await timeIt(rounds, async () => {
     which = 1 - which; // a changed payload each cycle, like a live cluster
     await exporter.sampleAll();
   });
-  const requestsPerCycle = requests / rounds;
+  const requestsPerCycle = (up.requests() - requests0) / rounds;
   const renderAfterSample = await timeIt(Math.max(5, Math.floor(rounds / 2)), async () => {
     which = 1 - which;
     await exporter.sampleAll();
     const t0 = performance.now();
-    await scrapeText(exporter.metrics);
+    await h.scrape();
     return performance.now() - t0;
   });
   // timeIt above measured sample+render; measure the render part alone on fresh snapshots:
@@ -59,13 +44,13 @@ export async function serveScale(apps: number, rounds = 20): Promise<ServeScaleR
     which = 1 - which;
     await exporter.sampleAll();
     const t0 = performance.now();
-    await scrapeText(exporter.metrics);
+    await h.scrape();
     rebuildTimes.push(performance.now() - t0);
   }
   rebuildTimes.sort((a, b) => a - b);
   void renderAfterSample;
-  const renderSteady = await timeIt(rounds, () => scrapeText(exporter.metrics));
-  const text = await scrapeText(exporter.metrics);
+  const renderSteady = await timeIt(rounds, () => h.scrape());
+  const text = await h.scrape();
   const floor = floorRegistry(text);
   const floorT = await timeIt(rounds, () => floor.metrics());
   const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
@@ -81,8 +66,7 @@ export async function serveScale(apps: number, rounds = 20): Promise<ServeScaleR
     rssMb: process.memoryUsage().rss / 1024 / 1024,
     requestsPerCycle,
   };
-  await exporter.stop();
-  await new Promise<void>((r) => srv.close(() => r()));
-  fs.rmSync(dir, { recursive: true, force: true });
+  await h.close();
+  await up.close();
   return result;
 }

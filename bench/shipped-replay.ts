@@ -8,7 +8,8 @@
 import { startStack, Stack } from '../test/harness/stack';
 import { waitFor } from '../test/harness/proc';
 import { prometheusVersions } from '../test/harness/prometheus-versions';
-import { AlertPath, pagesSince, stackAlertPath, startAlertPath, waitForPage } from '../test/helpers/e2e';
+import { AlertPath, pagesSince, stackAlertPath, startAlertPath, startEngineAlertPath, waitForPage } from '../test/helpers/e2e';
+import { engineListed } from '../test/harness/engines';
 import { BIOENGINE_PREFIX, bioengineApp, bioengineServiceIds } from '../test/helpers/bioengine-apps';
 
 const SHIPPED = { sampleInterval: '15s', sampleTimeout: '5s', scrapeInterval: '15s', evaluationInterval: '15s' } as const;
@@ -45,7 +46,11 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
       if (v.prometheus === stack.prometheus.binary) continue;
       paths.push(await startAlertPath(stack, v, { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval }));
     }
-    log(`[bench] shipped rules on Prometheus ${paths.map((p) => p.label).join(' and ')}`);
+    // Thanos Ruler and vmalert on VictoriaMetrics (scripts/setup-engines.sh), when built: the same rules and intervals.
+    for (const e of (['thanos', 'victoriametrics'] as const).filter((x) => engineListed(x))) {
+      paths.push(await startEngineAlertPath(stack, e, { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval }));
+    }
+    log(`[bench] shipped rules on ${paths.map((p) => p.label).join(', ')}`);
     const registered = async (app: string) => {
       const id = bioengineServiceIds(WS, BIOENGINE_PREFIX, app).ws.split('/')[1];
       const r = await fetch(`${stack.hypha.url}/${WS}/services/${id}`, { headers: { Authorization: `Bearer ${stack.hypha.rootToken}` } });

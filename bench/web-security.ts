@@ -8,7 +8,7 @@ import bcrypt from 'bcryptjs';
 import { spawnExporter } from '../test/harness/exporter-process';
 import { waitFor } from '../test/harness/proc';
 import { authTiming, floodScrape, get, halfOpen, median, rssMb } from '../test/helpers/web-attack';
-import { configFor, payloads, upstream } from './metrics-scale';
+import { configFor, fakeRay as upstream, payloads } from './fake-ray';
 
 const f = (x: number) => x.toFixed(1);
 const ok = (c: boolean) => (c ? 'yes' : '**no**');

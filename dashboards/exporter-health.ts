@@ -62,6 +62,22 @@ function nowRow(d: DashboardBuilder): void {
   );
   d.withPanel(
     statPanel()
+      .title('Web config (TLS, auth)')
+      .description(
+        'Whether the last re-read of --web.config.file succeeded. It is re-read when it or a certificate, key or CA file it ' +
+          'names changes; after a failure the previous certificate and users stay in effect.',
+      )
+      .withTarget(statQuery('A', `min by (instance) (hypha_serve_exporter_web_config_last_reload_successful{${X}})`, '{{instance}}'))
+      .unit('none')
+      .mappings([valueMap([[0, 'FAILED', 'red'], [1, 'OK', 'green']])])
+      .thresholds(thresholds('red', [[1, 'green']]))
+      .colorMode(BigValueColorMode.Background)
+      .links(runbookLinks('HyphaServeExporterWebConfigReloadFailed'))
+      .height(4)
+      .span(4),
+  );
+  d.withPanel(
+    statPanel()
       .title('Upstreams down')
       .description(
         'Configured upstreams the exporter failed to sample on its last attempt: Ray clusters (source ray), the Hypha registry ' +

@@ -25,21 +25,14 @@ if [ "${1:-}" = --print-bin-dirs ]; then
   exit 0
 fi
 
-say() { printf '[setup-engines %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-started=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - started ))s"; }
+SETUP_NAME=setup-engines
+# shellcheck source=scripts/lib/setup-build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/setup-build.sh"
 
-# Each binary's version is stamped at link time (-X below); an unstamped or older build is redone.
+# Each binary's version is stamped at link time (-X below); an unstamped or older build is redone
+# (has_version, scripts/lib/setup-build.sh, reads the first line of the version output).
 # prometheus/common/version (Thanos, Alertmanager, amtool): "thanos, version 0.42.4 (branch: ...".
 # VictoriaMetrics' lib/buildinfo prints the stamped string as is (vmalert-tool: "vmalert-tool version v1.151.0").
-# The first line is read with sed, which reads to the end: with `head -n1 | grep -q` the binary could
-# die of SIGPIPE while printing its later lines, and pipefail would count a good build as missing.
-has_version() { # binary version-flag pattern
-  [ -x "$1" ] || return 1
-  local first
-  first="$("$1" "$2" 2>&1 | sed -n 1p)" || true
-  grep -q -- "$3" <<<"$first"
-}
 # Thanos must be built with its release tags (.promu.yml: netgo, slicelabels): it relies on the slice
 # layout of Prometheus' labels.Labels, and without the tag `thanos query` panics (index out of range in
 # endpointset labelSets) at its first store. The tags are stamped into the branch field and checked.
@@ -60,33 +53,14 @@ if all_ok; then
   exit 0
 fi
 
-GO="${GO:-$(command -v go || true)}"
-[ -z "$GO" ] && [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
-if [ -z "$GO" ] || ! "$GO" version >/dev/null 2>&1; then
-  cat >&2 <<EOF
-[setup-engines] ERROR: Go is not installed${GO:+ (GO=$GO does not run)}; Thanos, VictoriaMetrics and Alertmanager
-  $ALERTMANAGER_VERSION are built from source. Install Go >= 1.26.6 and re-run, or set GO=/path/to/go.
-  To set up without them (local runs only; CI requires them): SETUP_ENGINES=0 bash scripts/setup.sh
-EOF
-  exit 1
-fi
+require_go "Thanos, VictoriaMetrics and Alertmanager $ALERTMANAGER_VERSION are" "Install Go >= 1.26.6 and re-run, or set GO=/path/to/go." SETUP_ENGINES
 
 mkdir -p "$CACHE"
-# Two setups started at once (CI matrix, a developer's second terminal) build once.
-exec 9>"$CACHE/.engines-build.lock"
-if ! flock -n 9; then
-  say "another build holds $CACHE/.engines-build.lock; waiting for it"
-  flock 9
-  if all_ok; then say "built by the other run ($(elapsed))"; exit 0; fi
-fi
+build_lock "$CACHE/.engines-build.lock" all_ok
 
 scratch="$(mktemp -d "$CACHE/engines.tmp.XXXXXX")"
 trap 'chmod -R u+w "$scratch" 2>/dev/null; rm -rf "$scratch"' EXIT
 gover="$("$GO" version | cut -d' ' -f3)"
-common_ldflags() { # version [branch suffix]
-  echo "-X github.com/prometheus/common/version.Version=${1#v} -X github.com/prometheus/common/version.Branch=module-$1${2:-}" \
-    "-X github.com/prometheus/common/version.BuildUser=hypha-serve-exporter-setup"
-}
 # A module's source from the proxy, as a writable tree (the module cache is read-only).
 module_source() { # module version dest
   local dir
@@ -102,7 +76,7 @@ build_thanos() {
   thanos_ok && return 0
   say "Thanos $THANOS_VERSION: building from its module source (go.mod has replace directives, so go install is refused); cold ~3 min"
   module_source github.com/thanos-io/thanos "$THANOS_VERSION" "$scratch/thanos-src"
-  (cd "$scratch/thanos-src" && nice -n 10 "$GO" build -tags "$THANOS_TAGS" -ldflags "$(common_ldflags "$THANOS_VERSION" "+$THANOS_TAGS")" -o "$scratch/thanos" ./cmd/thanos)
+  (cd "$scratch/thanos-src" && nice -n 10 "$GO" build -tags "$THANOS_TAGS" -ldflags "$(stamp_ldflags "${THANOS_VERSION#v}" "module-$THANOS_VERSION+$THANOS_TAGS")" -o "$scratch/thanos" ./cmd/thanos)
   mkdir -p "$THANOS_BIN"
   mv -f "$scratch/thanos" "$THANOS_BIN/"
   thanos_ok || { echo "[setup-engines] ERROR: $THANOS_BIN/thanos does not report ${THANOS_VERSION#v}" >&2; return 1; }
@@ -137,7 +111,7 @@ build_alertmanager() {
   # `go install .../cmd/amtool@v0.35.0` would fetch): its packages are compiled once for both.
   # -mod=mod: go may complete go.mod/go.sum of the copy if it needs to (it is a scratch copy).
   mkdir -p "$scratch/am"
-  (cd "$src" && GOFLAGS="${GOFLAGS:-} -mod=mod" nice -n 10 "$GO" build -tags netgo -ldflags "$(common_ldflags "$ALERTMANAGER_VERSION")" \
+  (cd "$src" && GOFLAGS="${GOFLAGS:-} -mod=mod" nice -n 10 "$GO" build -tags netgo -ldflags "$(stamp_ldflags "${ALERTMANAGER_VERSION#v}" "module-$ALERTMANAGER_VERSION")" \
     -o "$scratch/am/" ./cmd/alertmanager ./cmd/amtool)
   mkdir -p "$AM_BIN"
   mv -f "$scratch/am/alertmanager" "$scratch/am/amtool" "$AM_BIN/"

@@ -17,51 +17,32 @@ BIN_DIR="${PROMETHEUS3_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-expo
 # For the test harness's agreement check (test/unit/prometheus-versions.test.ts).
 if [ "${1:-}" = --print-bin-dir ]; then echo "$BIN_DIR"; exit 0; fi
 
-say() { printf '[setup-prometheus3 %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-started=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - started ))s"; }
+SETUP_NAME=setup-prometheus3
+# shellcheck source=scripts/lib/setup-build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/setup-build.sh"
 
 # `prometheus --version` prints "prometheus, version 3.16.0 (branch: ...". The version is stamped
 # at link time (-X below); a plain `go install` leaves it empty, so an unstamped build is redone.
-has_version() { # binary
-  [ -x "$1" ] && "$1" --version 2>&1 | head -n1 | grep -q "version $VERSION "
+up_to_date() {
+  has_version "$BIN_DIR/prometheus" --version "version $VERSION " && has_version "$BIN_DIR/promtool" --version "version $VERSION "
 }
-up_to_date() { has_version "$BIN_DIR/prometheus" && has_version "$BIN_DIR/promtool"; }
 
 if up_to_date; then
   say "Prometheus $VERSION and promtool already in $BIN_DIR ($(elapsed))"
   exit 0
 fi
 
-GO="${GO:-$(command -v go || true)}"
-[ -z "$GO" ] && [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
-if [ -z "$GO" ] || ! "$GO" version >/dev/null 2>&1; then
-  cat >&2 <<EOF
-[setup-prometheus3] ERROR: Go is not installed${GO:+ (GO=$GO does not run)}, and Prometheus $VERSION is built from source.
-  Install Go (go.dev/dl, or the distribution's golang package if it is recent enough for
-  $MODULE@$MODULE_VERSION) and re-run, or set GO=/path/to/go.
-  To set up without Prometheus 3 (local runs only; CI requires it): SETUP_PROMETHEUS3=0 bash scripts/setup.sh
-EOF
-  exit 1
-fi
+require_go "Prometheus $VERSION is" "Install Go (go.dev/dl, or the distribution's golang package if it is recent enough for $MODULE@$MODULE_VERSION) and re-run, or set GO=/path/to/go." SETUP_PROMETHEUS3
 
 mkdir -p "$BIN_DIR"
-# Two setups started at once (CI matrix, a developer's second terminal) build once.
-exec 9>"$BIN_DIR/../.build.lock"
-if ! flock -n 9; then
-  say "another build holds $BIN_DIR/../.build.lock; waiting for it"
-  flock 9
-  if up_to_date; then say "built by the other run ($(elapsed))"; exit 0; fi
-fi
+build_lock "$BIN_DIR/../.build.lock" up_to_date
 
 # Build into a scratch dir and move into place, so an interrupted build never leaves a binary
 # that passes the check above.
 tmp_bin="$(mktemp -d "$BIN_DIR/../bin.tmp.XXXXXX")"
 trap 'rm -rf "$tmp_bin"' EXIT
 say "building Prometheus $VERSION and promtool ($MODULE@$MODULE_VERSION) with $("$GO" version | cut -d' ' -f3); cold: ~3-5 min on 2 cores"
-ldflags="-X github.com/prometheus/common/version.Version=$VERSION"
-ldflags+=" -X github.com/prometheus/common/version.Branch=module-$MODULE_VERSION"
-ldflags+=" -X github.com/prometheus/common/version.BuildUser=hypha-serve-exporter-setup"
+ldflags="$(stamp_ldflags "$VERSION" "module-$MODULE_VERSION")"
 # Both commands in one `go install`: one module resolution and one shared compile of the
 # packages they have in common (most of them). remove_all_sd (Prometheus >= 3.10) leaves out the
 # bundled service-discovery providers, whose cloud SDKs are most of a cold build; the tests and

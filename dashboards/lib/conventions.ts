@@ -32,7 +32,8 @@ export type AlertName =
   | 'HyphaServeSourceDown'
   | 'HyphaServeSourceStale'
   | 'HyphaServeExporterDown'
-  | 'HyphaServeExporterConfigReloadFailed';
+  | 'HyphaServeExporterConfigReloadFailed'
+  | 'HyphaServeExporterWebConfigReloadFailed';
 
 /** GitHub's heading anchor for an alert's runbook section (the headings are the bare alert names). */
 export function runbookUrl(alert: AlertName): string {

@@ -89,11 +89,13 @@ export function serveGroup(c: MixinConfig): Group {
         record: S.replicasShort,
         comment:
           'Per exporter replica: 1 = fewer RUNNING replicas than a target that is above zero (an idle scale-to-zero deployment ' +
-          'has target 0) and has not changed for 10 minutes (not a scale-up in progress); 0 otherwise.',
+          'has target 0) and has not changed for 10 minutes (not a scale-up in progress); 0 otherwise. "Not changed" is max = min ' +
+          'over the window, not changes() == 0: MetricsQL\'s changes() counts a series\' first sample as a change.',
         expr: block(`
             (${S.targetMinusRunning} > bool 0)
           * on (${l.of('instance', ...ID.deployment)}) (${m('hypha_serve_deployment_target_replicas')} > bool 0)
-          * on (${l.of('instance', ...ID.deployment)}) (changes(${m('hypha_serve_deployment_target_replicas')}[10m]) == bool 0)
+          * on (${l.of('instance', ...ID.deployment)})
+            (max_over_time(${m('hypha_serve_deployment_target_replicas')}[10m]) - min_over_time(${m('hypha_serve_deployment_target_replicas')}[10m]) == bool 0)
         `),
       },
       {

@@ -83,7 +83,8 @@ export function servicesGroup(c: MixinConfig): Group {
           'What the page says, per (service, holder): labels client_id (the id the holder caches and no live provider has; ' +
           'in a gap the last cached id; "(unknown)" when unread), server_gone ("true" when that id is a replaced server id) ' +
           'and holders ("none" when no holder is configured, so the canary is the only witness); value: when the holder went ' +
-          'stale (Unix seconds), -1 when unknown.',
+          'stale (Unix seconds), -1 when unknown. Each factor after the first is 1 but for its label (the "none" one is ' +
+          'holders_configured == 0, plus 1), so the product is that value.',
         expr: block(`
             topk by (${holder}) (1,
                 max by (${holder}, client_id) (
@@ -108,7 +109,7 @@ export function servicesGroup(c: MixinConfig): Group {
             )
           * on (${l.of(...ID.service)}) group_left (holders)
             (
-                label_replace(max by (${l.of(...ID.service)}) (last_over_time(${m('hypha_serve_service_holders_configured')}[${B}])) == 0, "holders", "none", "", "")
+                label_replace(max by (${l.of(...ID.service)}) (last_over_time(${m('hypha_serve_service_holders_configured')}[${B}])) == 0, "holders", "none", "", "") + 1
               or on (${l.of(...ID.service)})
                 label_replace(max by (${l.of(...ID.service)}) (${S.cachedStaleBridged}), "holders", "some", "", "")
             )

@@ -8,8 +8,8 @@ import { TransitionRecorder } from '../status-page/transitions';
 import type { Source } from '../sources/poller';
 import { registrationStageConfig } from '../registration/stage-config';
 import { planRaySources } from '../sources/ray-serve/planner';
-import type { DesiredSource, SourcePlanner } from '../sources/registry';
-import type { Restored, SavedState } from '../snapshot/restored';
+import type { DesiredSource, SourcePlanner } from '../sources/plan';
+import type { RestartHandover, SavedState } from '../snapshot/handover';
 import { planWatchedServices } from '../sources/services/planner';
 import { planHyphaRegistration } from '../sources/hypha/planner';
 import { errorMessage } from '../util/errors';
@@ -75,17 +75,17 @@ export class Exporter {
   /** First load: a bad config throws ConfigError (the CLI exits 2). */
   start(): void {
     const cfg = loadConfig(this.opts.configFile, this.opts.env);
-    let restored: Restored | undefined;
+    let restart: RestartHandover | undefined;
     if (this.opts.storagePath !== undefined) {
-      restored = loadPersistedState(this.opts.storagePath, this.opts.log);
-      if (restored) this.registration.restore(restored.registration);
+      restart = loadPersistedState(this.opts.storagePath, this.opts.log);
+      if (restart) this.registration.takeHandover(restart.registration);
       if (!this.opts.storageReadOnly) {
         this.#stateWriter = new PersistedStateWriter(this.opts.storagePath, () => this.#saved(), this.opts.log);
         this.#stateWriter.start(this.store);
       }
     }
-    // Only the sources of the first load continue from it; a source a later reload adds starts fresh.
-    this.#apply(cfg, restored);
+    // Only the sources of the first load take the restart handover; a source a later reload adds starts fresh.
+    this.#apply(cfg, restart);
     this.registration.start();
     this.store.recordReload(true, Date.now() / 1000);
     this.opts.log.info({ file: cfg.file, ray_clusters: cfg.rayClusters.length }, 'configuration loaded');
@@ -119,15 +119,15 @@ export class Exporter {
   async stop(): Promise<void> {
     this.registration.stop();
     await Promise.all([...this.#sources.values()].map((s) => s.source.stop()));
-    // Written from the stopped sources' hand-overs: what the next process continues from.
+    // Written from the stopped sources' handovers: the next process's restart handover.
     this.#stateWriter?.stop();
     this.#sources.clear();
   }
 
-  /** What the state file keeps (--storage.path): each running source's part of its hand-over, and the registration histories. */
+  /** What the state file keeps (--storage.path): each running source's part of its handover, and the registration histories. */
   #saved(): SavedState {
     const saved: SavedState = { witnesses: new Map(), serverIds: new Map(), registration: this.registration.histories() };
-    for (const { desired, source } of this.#sources.values()) desired.save?.(source.handoff(), saved);
+    for (const { desired, source } of this.#sources.values()) desired.save?.(source.handover(), saved);
     return saved;
   }
 
@@ -147,8 +147,8 @@ export class Exporter {
       .finally(then);
   }
 
-  #apply(cfg: Config, restored?: Restored): void {
-    const desired: DesiredSource[] = PLANNERS.flatMap((p) => p(cfg, this.store, this.opts.log, restored));
+  #apply(cfg: Config, restart?: RestartHandover): void {
+    const desired: DesiredSource[] = PLANNERS.flatMap((p) => p(cfg, this.store, this.opts.log, restart));
     // Registration is judged only where a Hypha source reads a registry.
     this.registration.configure(desired.some((d) => d.kind === 'hypha') ? registrationStageConfig(cfg) : undefined);
     const keep = new Set(desired.map((d) => d.key));
@@ -167,11 +167,11 @@ export class Exporter {
         this.#sources.set(d.key, { desired: d, source: cur.source });
         continue;
       }
-      // Restarted by a reload: the successor continues what its predecessor hands over (taken before
-      // stop, as last published); a key new to this process has nothing to continue.
-      const previous = cur?.source.handoff();
+      // Restarted by a reload: the successor takes what its predecessor hands over (taken before
+      // stop, as last published); a key new to this process has no handover.
+      const handover = cur?.source.handover();
       if (cur) this.#stopInBackground(cur.source);
-      const source = d.create(previous);
+      const source = d.create(handover);
       d.configure?.(source);
       this.#sources.set(d.key, { desired: d, source });
       source.start();

@@ -4,19 +4,19 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 // should not have _total suffix"); the unsuffixed gauges carry the same counts.
 const LINT_FAILING = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
-let processRegistry: Registry | undefined;
+let defaultCollectors: Registry | undefined;
 
 /**
  * The standard process and Node.js families (`process_resident_memory_bytes`,
  * `process_cpu_seconds_total`, `process_start_time_seconds`, `nodejs_*`) from prom-client's
- * default collectors. One registry per process: the collectors observe the process (GC, event
+ * default collectors. One prom-client Registry per process: the collectors observe the process (GC, event
  * loop), not an exporter instance, and registering them twice would duplicate the observers.
  */
 export function processMetrics(): Registry {
-  if (!processRegistry) {
-    processRegistry = new Registry();
-    collectDefaultMetrics({ register: processRegistry });
-    for (const name of LINT_FAILING) processRegistry.removeSingleMetric(name);
+  if (!defaultCollectors) {
+    defaultCollectors = new Registry();
+    collectDefaultMetrics({ register: defaultCollectors });
+    for (const name of LINT_FAILING) defaultCollectors.removeSingleMetric(name);
   }
-  return processRegistry;
+  return defaultCollectors;
 }

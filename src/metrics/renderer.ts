@@ -118,7 +118,7 @@ async function gzipParts(parts: readonly string[]): Promise<Buffer> {
 }
 
 /** A family as prom-client's getMetricsAsJSON() gives it. */
-interface RegistryFamily {
+interface PromClientFamily {
   name: string;
   help: string;
   type: MetricType;
@@ -126,7 +126,7 @@ interface RegistryFamily {
 }
 
 /** The standard collectors' families (process.ts), in the table's exposition text. */
-function registryText(families: readonly RegistryFamily[], format: ExpositionFormat): string[] {
+function promClientText(families: readonly PromClientFamily[], format: ExpositionFormat): string[] {
   const parts: string[] = [];
   for (const m of families) {
     parts.push(header(m.name, m.type, m.help, format));
@@ -290,8 +290,8 @@ export class MetricsRenderer {
       parts.push(header(f.name, f.type, f.help, format));
       for (const u of units(s, f.scope, now)) forEachSample(f, u.arg, (name, labels, vals, v) => parts.push(sampleLine(name, labels, vals, v)));
     }
-    const standard = (await processMetrics().getMetricsAsJSON()) as unknown as RegistryFamily[];
-    parts.push(...registryText(standard.filter((m) => familyEnabled(m.name, this.#filter)), format));
+    const standard = (await processMetrics().getMetricsAsJSON()) as unknown as PromClientFamily[];
+    parts.push(...promClientText(standard.filter((m) => familyEnabled(m.name, this.#filter)), format));
     return parts.join('');
   }
 

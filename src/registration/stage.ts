@@ -2,7 +2,7 @@ import type { ClusterRegistration } from '../config/cluster-mappings';
 import type { Logger } from '../util/log';
 import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, AttributedWorker, RegistrationHistory, WorkerSample } from '../snapshot/registration';
-import type { SavedState } from '../snapshot/restored';
+import type { SavedState } from '../snapshot/handover';
 import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot } from '../snapshot/types';
 import { CauseConfirmation } from './confirm';
@@ -53,15 +53,15 @@ export class RegistrationStage {
     this.#confirm = new CauseConfirmation(CAUSE_CONFIRM_MAX_MS, (cluster) => fresh.request(cluster), () => this.#evaluate());
   }
 
-  /** Continues histories saved before an exporter restart (--storage.path). */
-  restore(histories: ReadonlyMap<string, RegistrationHistory>): void {
-    this.#tracker.restore(histories);
+  /** Takes the histories of the restart handover (saved before an exporter restart, --storage.path). */
+  takeHandover(histories: ReadonlyMap<string, RegistrationHistory>): void {
+    this.#tracker.takeHandover(histories);
   }
 
   /**
-   * The history of every app of a configured cluster, including histories restored and not yet
+   * The history of every app of a configured cluster, including histories handed over and not yet
    * evaluated (a second restart before the first evaluation keeps them): what the state file keeps
-   * for restore() (--storage.path).
+   * for takeHandover() (--storage.path).
    */
   histories(): SavedState['registration'] {
     const clusters = new Set(this.#config?.clusters.map((c) => c.cluster) ?? []);

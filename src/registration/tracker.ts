@@ -3,7 +3,7 @@ import { appStatusClass, BIOENGINE_PROXY_DEPLOYMENT, crashedDeployments, FAILED_
 import type { ServiceInfo } from '../snapshot/hypha';
 import type { ExpectedService } from './expected';
 import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from '../snapshot/registration';
-import { registrationKey } from '../snapshot/restored';
+import { registrationKey } from '../snapshot/handover';
 
 /** One app's evaluation; the stage adds the Hypha server it was judged on. */
 export type TrackedRegistration = Omit<AppRegistration, 'hypha'>;
@@ -251,12 +251,12 @@ export class RegistrationTracker {
     return nowSeconds - h.wokeSeconds < WAKE_GRACE_SECONDS ? 'missing_scaled_to_zero' : state;
   }
 
-  /** Continues histories saved before an exporter restart (--storage.path), for apps not seen yet. */
-  restore(histories: ReadonlyMap<string, RegistrationHistory>): void {
+  /** Takes the histories of the restart handover (saved before an exporter restart, --storage.path), for apps not seen yet. */
+  takeHandover(histories: ReadonlyMap<string, RegistrationHistory>): void {
     for (const [key, h] of histories) if (!this.#history.has(key)) this.#history.set(key, { ...h });
   }
 
-  /** Every app's history (copies), for the state file (--storage.path); restore() takes them back. */
+  /** Every app's history (copies), for the state file (--storage.path); takeHandover() takes them back. */
   histories(): { cluster: string; app: string; history: RegistrationHistory }[] {
     return [...this.#history].map(([key, h]) => {
       const [cluster, app] = key.split('\u0000');

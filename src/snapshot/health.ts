@@ -1,6 +1,6 @@
 // Health of one upstream source: the part of the snapshot every source writes.
 
-/** Why a sample failed. Closed set: it is a label value. Sources derive it from their SourceError's kind (src/sources/sample-reason.ts). */
+/** Why a sample failed. Closed set: it is a label value. Sources derive it from their SourceError's class (src/sources/sample-reason.ts). */
 export type SampleErrorReason =
   | 'timeout'
   | 'connect'
@@ -85,11 +85,11 @@ export function isKnown(h: SourceHealth): boolean {
 }
 
 /**
- * A source's health at start. A source restarted by a reload continues from its predecessor's
- * health (up, last success, error counts): a reload is not an outage, and counters must not reset.
+ * A source's health at start. A source restarted by a reload takes the health its predecessor handed
+ * over (up, last success, error counts): a reload is not an outage, and counters must not reset.
  */
-export function newSourceHealth(source: SourceKind, target: string, intervalSeconds?: number, previous?: SourceHealth): SourceHealth {
-  if (previous && previous.source === source && previous.target === target) return { ...previous, intervalSeconds };
+export function newSourceHealth(source: SourceKind, target: string, intervalSeconds?: number, handover?: SourceHealth): SourceHealth {
+  if (handover && handover.source === source && handover.target === target) return { ...handover, intervalSeconds };
   const errors = Object.fromEntries(SAMPLE_ERROR_REASONS.map((r) => [r, 0])) as Record<SampleErrorReason, number>;
   return { source, target, up: false, errors, intervalSeconds };
 }

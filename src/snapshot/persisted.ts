@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../util/log';
 import { REGISTRATION_STATES } from './registration';
-import { registrationKey, Restored, SavedState } from './restored';
+import { registrationKey, RestartHandover, SavedState } from './handover';
 
 // The little state that must survive an exporter restart, or a restart would end a page the
 // exporter cannot re-derive: the stale canary of a watched service (the incident-2 witness: a
@@ -76,7 +76,7 @@ export function persistedStateOf(saved: SavedState, nowSeconds: number): Persist
 }
 
 /** Reads the state file; a missing, unreadable, malformed or too old file restores nothing (and says why). */
-export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.now() / 1000): Restored | undefined {
+export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.now() / 1000): RestartHandover | undefined {
   const file = path.join(dir, STATE_FILE);
   let text: string;
   try {
@@ -109,7 +109,7 @@ export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.n
 }
 
 /**
- * Writes the exporter's state (gathered by `collect` from the sources' hand-overs and the registration
+ * Writes the exporter's state (gathered by `collect` from the sources' handovers and the registration
  * stage) when it may have changed: after a snapshot change (debounced; atomically via rename) and once
  * more on stop. A directory that cannot be written is reported once and otherwise ignored: losing
  * history must not stop the exporter.

@@ -10,7 +10,7 @@ type Listener = (s: Snapshot) => void;
  * readers get an immutable view and a version number that moves on every change. The store
  * carries data only, and only what is rendered or judged: a stage that needs another source to act
  * (a fresh Serve sample) asks it through an interface of its own, and a source restarted by a reload
- * gets its predecessor's state handed over (Source.handoff), never through here.
+ * gets its predecessor's state handed over (Source.handover), never through here.
  */
 export class SnapshotStore {
   #snapshot: Snapshot = { version: 0, ray: new Map() };

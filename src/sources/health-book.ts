@@ -10,8 +10,8 @@ export interface HealthBookOptions {
   /** Configured name of the upstream, as in SourceHealth.target. */
   target: string;
   intervalSeconds?: number;
-  /** What a predecessor replaced by a reload published: continued, so a reload is neither an outage nor a counter reset. */
-  previous?: SourceHealth;
+  /** The health a predecessor replaced by a reload handed over: taken on, so a reload is neither an outage nor a counter reset. */
+  handover?: SourceHealth;
   log: Logger;
   /** Names the source in its log lines: "<label> source up", "<label> source down", "<label> sample failed". */
   label: string;
@@ -37,10 +37,10 @@ export class HealthBook {
   readonly #credential: Secret | undefined;
 
   constructor(opts: HealthBookOptions) {
-    const h = newSourceHealth(opts.kind, opts.target, opts.intervalSeconds, opts.previous);
-    const continued = opts.previous !== undefined && opts.previous.source === opts.kind && opts.previous.target === opts.target;
-    // Unknown until the first attempt ends; a source restarted by a reload continues its predecessor's state instead.
-    this.#health = continued ? h : { ...h, pending: true };
+    const h = newSourceHealth(opts.kind, opts.target, opts.intervalSeconds, opts.handover);
+    const handedOver = opts.handover !== undefined && opts.handover.source === opts.kind && opts.handover.target === opts.target;
+    // Unknown until the first attempt ends; a source restarted by a reload takes its predecessor's handover instead.
+    this.#health = handedOver ? h : { ...h, pending: true };
     this.#log = opts.log;
     this.#label = opts.label;
     this.#fields = opts.fields ?? {};

@@ -64,7 +64,7 @@ export class Poller {
   }
 }
 
-/** A background sampler of one upstream; H is the state it hands its successor (see handoff). */
+/** A background sampler of one upstream; H is the state it hands its successor (see handover). */
 export interface Source<H = unknown> {
   readonly kind: string;
   readonly target: string;
@@ -78,8 +78,8 @@ export interface Source<H = unknown> {
   /** A cycle that starts from now on (Poller.runFresh), for a stage that must read two upstreams of the same moment. */
   sampleFresh?(): Promise<void>;
   /**
-   * What a successor continues from when a reload restarts this source (DesiredSource.create): its
+   * The handover: what a successor takes when a reload restarts this source (DesiredSource.create): its
    * counters, health and facts, as of what it last published, so a reload is neither an outage nor a reset.
    */
-  handoff(): H;
+  handover(): H;
 }

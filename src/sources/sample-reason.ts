@@ -1,9 +1,9 @@
 import type { SampleErrorReason } from '../snapshot/health';
-import { SourceError, SourceErrorKind } from '../util/errors';
+import { SourceError, SourceErrorClass } from '../util/errors';
 
-// A table over every kind, so that the compiler rejects a kind without a reason. Hypha's call
+// A table over every class, so that the compiler rejects a class without a reason. Hypha's call
 // failures that are neither a deadline, a refusal nor a bad answer are counted together as `rpc`.
-const SAMPLE_REASONS: Readonly<Record<SourceErrorKind, SampleErrorReason>> = {
+const SAMPLE_REASONS: Readonly<Record<SourceErrorClass, SampleErrorReason>> = {
   timeout: 'timeout',
   connect: 'connect',
   http_status: 'http_status',
@@ -22,11 +22,11 @@ const SAMPLE_REASONS: Readonly<Record<SourceErrorKind, SampleErrorReason>> = {
 };
 
 /** Label value for hypha_serve_source_errors_total. */
-export function sampleReason(kind: SourceErrorKind): SampleErrorReason {
-  return SAMPLE_REASONS[kind];
+export function sampleReason(errorClass: SourceErrorClass): SampleErrorReason {
+  return SAMPLE_REASONS[errorClass];
 }
 
-/** The reason a failed sample is counted under: a SourceError's kind's, `other` for anything else. */
+/** The reason a failed sample is counted under: a SourceError's class's, `other` for anything else. */
 export function sampleReasonOf(e: unknown): SampleErrorReason {
-  return sampleReason(e instanceof SourceError ? e.kind : 'other');
+  return sampleReason(e instanceof SourceError ? e.errorClass : 'other');
 }

@@ -13,7 +13,7 @@ export function errorMessage(e: unknown): string {
  * Every failure a source tells apart, in one closed set. The labels a failure is counted under
  * (`SampleErrorReason`, `CallOutcome`) are derived from it by total tables in src/sources/.
  */
-export const SOURCE_ERROR_KINDS = [
+export const SOURCE_ERROR_CLASSES = [
   'timeout', // our own deadline, or hypha-rpc's "Method call timed out"
   'connect', // no TCP connection, websocket or handshake; or the connection broke while reading an answer
   'http_status', // an HTTP answer other than 200 (and not a refusal)
@@ -32,12 +32,12 @@ export const SOURCE_ERROR_KINDS = [
   'other', // anything else: an error no source raised on purpose
 ] as const;
 
-export type SourceErrorKind = (typeof SOURCE_ERROR_KINDS)[number];
+export type SourceErrorClass = (typeof SOURCE_ERROR_CLASSES)[number];
 
-/** The one error type of the sources: a closed kind to count it by, and a message for logs and the status page. */
+/** The one error type of the sources: a closed error class to count it by, and a message for logs and the status page. */
 export class SourceError extends Error {
   constructor(
-    readonly kind: SourceErrorKind,
+    readonly errorClass: SourceErrorClass,
     message: string,
     /**
      * The Hypha operation that failed ("listServices", "connect", ...), once the error is attributed to one
@@ -50,7 +50,7 @@ export class SourceError extends Error {
   }
 }
 
-/** Rejects after ms with a SourceError of kind timeout; the timer never keeps the process alive. */
+/** Rejects after ms with a SourceError of class timeout; the timer never keeps the process alive. */
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_, reject) => {

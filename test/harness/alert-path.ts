@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Alertmanager, startAlertmanager } from './alertmanager';
-import { firingAlertNames, queryVector } from './engine-api';
+import { firingAlertNames, guarded, queryVector, Teardown } from './engine-api';
 import { PrometheusServer, Sample, startPrometheus } from './prometheus';
 import { startThanosRuler, ThanosRuler } from './thanos';
 import { startVictoriaMetrics, VictoriaMetrics, VM_EVAL_DELAY_MS } from './victoriametrics';
@@ -44,46 +44,47 @@ export interface AlertChain {
   stop(): Promise<void>;
 }
 
-/** The shipped rule files (forDivisor 1) or their test override in a temp dir (`dir`, to remove after). */
-function ruleFiles(forDivisor: number): { files: string[]; dir: string } {
-  return forDivisor === 1
-    ? { files: ['alerts.yml', 'recording.yml'].map((f) => path.join(repoRoot(), 'rules', f)), dir: '' }
-    : overriddenRuleFiles({ forDivisor, minFor: '5s' });
+/** The shipped rule files (forDivisor 1) or their test override in a temp dir (removed by `t`). */
+function ruleFiles(forDivisor: number, t: Teardown): string[] {
+  if (forDivisor === 1) return ['alerts.yml', 'recording.yml'].map((f) => path.join(repoRoot(), 'rules', f));
+  const o = overriddenRuleFiles({ forDivisor, minFor: '5s' });
+  t.add(async () => fs.rmSync(o.dir, { recursive: true, force: true }));
+  return o.files;
+}
+
+/**
+ * The part every chain shares, whatever evaluates the rules: the receiver, Alertmanager 0.25 with the
+ * example routing (and the given timers) and the rule files, each added to `t`.
+ */
+async function startRouting(o: AlertChainOptions, t: Teardown): Promise<{ receiver: WebhookReceiver; alertmanager: Alertmanager; rules: string[] }> {
+  const receiver = await startWebhookReceiver(o.pagesLog);
+  t.add(() => receiver.close());
+  const alertmanager = await startAlertmanager({
+    webhookBase: receiver.url, groupWait: o.groupWait, groupInterval: o.groupInterval, repeatInterval: o.groupWait ? '1h' : undefined,
+  });
+  t.add(() => alertmanager.stop());
+  return { receiver, alertmanager, rules: ruleFiles(o.forDivisor, t) };
 }
 
 /** Starts receiver, Alertmanager and Prometheus; resolves once the exporter is scraped and no rule fails. */
 export async function startAlertChain(o: AlertChainOptions): Promise<AlertChain> {
-  const started: Array<() => Promise<void>> = [];
-  const stopAll = async () => {
-    for (const s of started.reverse()) await s().catch(() => undefined);
-  };
-  try {
-    const receiver = await startWebhookReceiver(o.pagesLog);
-    started.push(() => receiver.close());
-    const alertmanager = await startAlertmanager({
-      webhookBase: receiver.url, groupWait: o.groupWait, groupInterval: o.groupInterval, repeatInterval: o.groupWait ? '1h' : undefined,
-    });
-    started.push(() => alertmanager.stop());
-    const rules = ruleFiles(o.forDivisor);
-    if (rules.dir) started.push(async () => fs.rmSync(rules.dir, { recursive: true, force: true }));
+  return guarded(async (t) => {
+    const { receiver, alertmanager, rules } = await startRouting(o, t);
     const prometheus = await startPrometheus({
       ...(o.prometheusBinary ? { binary: o.prometheusBinary } : {}),
       scrapeTargets: [{ job: EXPORTER_JOB, targets: o.exporterTargets, honorLabels: true }],
-      ruleFiles: rules.files,
+      ruleFiles: rules,
       scrapeInterval: o.scrapeInterval,
       evaluationInterval: o.evaluationInterval,
       alertmanagerUrl: alertmanager.url,
     });
-    started.push(() => prometheus.stop());
+    t.add(() => prometheus.stop());
     await prometheus.waitForTargetsUp(60_000, EXPORTER_JOB);
     // A rule the version cannot evaluate would never page; fail here rather than time out later.
     const bad = (await prometheus.rules()).flatMap((g) => g.rules).filter((r) => r.health === 'err');
     if (bad.length) throw new Error(`Prometheus ${prometheus.version.raw}: rules failing: ${bad.map((r) => `${r.name}: ${r.lastError}`).join('; ')}`);
-    return { prometheus, alertmanager, receiver, pagesLog: o.pagesLog, stop: stopAll };
-  } catch (e) {
-    await stopAll();
-    throw e;
-  }
+    return { prometheus, alertmanager, receiver, pagesLog: o.pagesLog, stop: () => t.run() };
+  });
 }
 
 /** The rule engines other than Prometheus that the replays run (test/harness/engines.ts builds them). */
@@ -115,44 +116,30 @@ export type EngineChainOptions = Omit<AlertChainOptions, 'prometheusBinary'>;
  * without error.
  */
 export async function startEngineChain(engine: RuleEngine, o: EngineChainOptions): Promise<EngineChain> {
-  const started: Array<() => Promise<void>> = [];
-  const stopAll = async () => {
-    for (const s of started.reverse()) await s().catch(() => undefined);
-  };
-  try {
-    const receiver = await startWebhookReceiver(o.pagesLog);
-    started.push(() => receiver.close());
-    const alertmanager = await startAlertmanager({
-      webhookBase: receiver.url, groupWait: o.groupWait, groupInterval: o.groupInterval, repeatInterval: o.groupWait ? '1h' : undefined,
-    });
-    started.push(() => alertmanager.stop());
-    const rules = ruleFiles(o.forDivisor);
-    if (rules.dir) started.push(async () => fs.rmSync(rules.dir, { recursive: true, force: true }));
+  return guarded(async (t) => {
+    const { receiver, alertmanager, rules } = await startRouting(o, t);
     const common = {
-      exporterTargets: o.exporterTargets, job: EXPORTER_JOB, ruleFiles: rules.files, scrapeInterval: o.scrapeInterval,
+      exporterTargets: o.exporterTargets, job: EXPORTER_JOB, ruleFiles: rules, scrapeInterval: o.scrapeInterval,
       evaluationInterval: o.evaluationInterval, alertmanagerUrl: alertmanager.url,
     };
-    const base = { alertmanager, receiver, pagesLog: o.pagesLog, stop: stopAll };
+    const base = { alertmanager, receiver, pagesLog: o.pagesLog, stop: () => t.run() };
     if (engine === 'thanos') {
-      const t: ThanosRuler = await startThanosRuler(common);
-      started.push(() => t.stop());
+      const th: ThanosRuler = await startThanosRuler(common);
+      t.add(() => th.stop());
       return {
-        ...base, label: `Thanos ${t.version}`, lagMs: 0,
-        describe: `Thanos ${t.version}: thanos rule (stateful, --eval-interval=${o.evaluationInterval}) → thanos query ${t.queryUrl} → sidecar of Prometheus ${t.prometheus.version.raw} + the ruler's store`,
-        vector: (expr) => queryVector(t.queryUrl, expr),
-        firing: () => firingAlertNames(t.ruleUrl),
+        ...base, label: `Thanos ${th.version}`, lagMs: 0,
+        describe: `Thanos ${th.version}: thanos rule (stateful, --eval-interval=${o.evaluationInterval}) → thanos query ${th.queryUrl} → sidecar of Prometheus ${th.prometheus.version.raw} + the ruler's store`,
+        vector: (expr) => queryVector(th.queryUrl, expr),
+        firing: () => firingAlertNames(th.ruleUrl),
       };
     }
     const v: VictoriaMetrics = await startVictoriaMetrics(common);
-    started.push(() => v.stop());
+    t.add(() => v.stop());
     return {
       ...base, label: `VictoriaMetrics ${v.version}`, lagMs: VM_EVAL_DELAY_MS,
       describe: `VictoriaMetrics ${v.version}: vmalert (-evaluationInterval=${o.evaluationInterval}, -rule.evalDelay 30s) → victoria-metrics ${v.vmUrl} (remote write and read there too)`,
       vector: (expr) => queryVector(v.vmUrl, expr),
       firing: () => firingAlertNames(v.vmalertUrl),
     };
-  } catch (e) {
-    await stopAll();
-    throw e;
-  }
+  });
 }

@@ -1,9 +1,74 @@
 /**
- * The Prometheus-compatible HTTP API that every rule engine here answers (Thanos query and rule,
- * VictoriaMetrics single node, vmalert): instant queries, rule health and active alerts, with the
- * same JSON envelope as Prometheus. What differs per engine is said where it is used.
+ * What the rule engines other than Prometheus (thanos.ts, victoriametrics.ts) share: the options they
+ * are started with, the way their processes are started and torn down, and the Prometheus-compatible
+ * HTTP API that each answers (Thanos query and rule, VictoriaMetrics single node, vmalert): instant
+ * queries, rule health and active alerts, with the same JSON envelope as Prometheus. What differs per
+ * engine is said where it is used.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ActiveAlert, PrometheusQueryError, QueryData, RuleGroupHealth, Sample } from './prometheus';
+import { Proc, waitFor } from './proc';
+
+/** How a rule engine is started: what it scrapes, the rule files, its intervals and its Alertmanager. */
+export interface RuleEngineOptions {
+  /** host:port of the exporter(s), scraped with honor_labels. */
+  exporterTargets: string[];
+  job: string;
+  ruleFiles: string[];
+  scrapeInterval: string;
+  /** The engine's evaluation interval (thanos rule --eval-interval, vmalert -evaluationInterval). */
+  evaluationInterval: string;
+  alertmanagerUrl: string;
+}
+
+/** Stops run in reverse order of registration, each at most once, errors ignored. */
+export interface Teardown {
+  add(stop: () => Promise<void>): void;
+  run(): Promise<void>;
+}
+
+export function teardown(): Teardown {
+  const stops: Array<() => Promise<void>> = [];
+  return {
+    add: (s) => void stops.push(s),
+    run: async () => {
+      for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
+    },
+  };
+}
+
+/** Runs `build` with a teardown; when it throws, what it started is stopped before the error propagates. */
+export async function guarded<T>(build: (t: Teardown) => Promise<T>): Promise<T> {
+  const t = teardown();
+  try {
+    return await build(t);
+  } catch (e) {
+    await t.run();
+    throw e;
+  }
+}
+
+/**
+ * guarded() with a private temp dir (`<prefix>XXXXXX`) for the processes `build` starts, removed
+ * after them.
+ */
+export async function withTeardown<T>(prefix: string, build: (dir: string, t: Teardown) => Promise<T>): Promise<T> {
+  return guarded(async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    t.add(async () => fs.rmSync(dir, { recursive: true, force: true }));
+    return build(dir, t);
+  });
+}
+
+/** Waits until `url` answers 2xx; fails at once (with the process's output) when the process exits. */
+export async function waitReady(name: string, proc: Proc, url: string): Promise<void> {
+  await waitFor(`${name} ready`, async () => {
+    if (proc.child.exitCode !== null) throw new Error(`${name} exited (${proc.child.exitCode}): ${proc.output().slice(-3000)}`);
+    return (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok;
+  }, 60_000, 250);
+}
 
 interface ApiEnvelope<T> {
   status: 'success' | 'error';
@@ -41,9 +106,19 @@ export async function ruleGroups(base: string): Promise<RuleGroupHealth[]> {
   return (await call<{ groups: RuleGroupHealth[] }>(base, 'GET', '/api/v1/rules')).groups;
 }
 
-/** Rules whose last evaluation failed, as "name: error". */
-export async function failingRules(base: string): Promise<string[]> {
-  return (await ruleGroups(base)).flatMap((g) => g.rules).filter((r) => r.health === 'err').map((r) => `${r.name}: ${r.lastError ?? ''}`);
+/**
+ * Waits until every rule group has been evaluated at least once and no rule's last evaluation
+ * failed (an engine's first evaluations can fail while its datasource has no data or no store).
+ */
+export async function waitRulesHealthy(name: string, base: string, timeoutMs = 60_000): Promise<void> {
+  let failing: string[] = [];
+  await waitFor(`${name} evaluating every rule without error`, async () => {
+    const groups = await ruleGroups(base);
+    failing = groups.flatMap((g) => g.rules).filter((r) => r.health === 'err').map((r) => `${r.name}: ${r.lastError ?? ''}`);
+    return failing.length === 0 && groups.length > 0 && groups.every((g) => !g.lastEvaluation.startsWith('0001'));
+  }, timeoutMs, 500).catch((e: Error) => {
+    throw new Error(`${e.message}; failing: ${failing.join('; ')}`);
+  });
 }
 
 /** A vmalert alert (GET /api/v1/alerts): the rule's name is `name`, beside the labels. */

@@ -38,11 +38,18 @@ const DIR_NAMES: Record<EngineName, string> = {
   alertmanager: `alertmanager-${ENGINE_VERSIONS.alertmanager}`,
 };
 
-/** $ENGINES_CACHE_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter (as the script). */
-export function enginesCacheDir(): string {
-  if (process.env.ENGINES_CACHE_DIR) return process.env.ENGINES_CACHE_DIR;
+/**
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter: where scripts/setup-engines.sh and
+ * scripts/setup-prometheus3.sh build by default (the cache dir CI keeps between runs).
+ */
+export function buildCacheDir(): string {
   const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
   return path.join(cache, 'hypha-serve-exporter');
+}
+
+/** $ENGINES_CACHE_DIR, else buildCacheDir() (as scripts/setup-engines.sh). */
+export function enginesCacheDir(): string {
+  return process.env.ENGINES_CACHE_DIR || buildCacheDir();
 }
 
 export function engineBinDir(e: EngineName): string {
@@ -59,18 +66,21 @@ export function enginesRequired(): boolean {
   return process.env.CI === 'true' || process.env.HSE_REQUIRE_ENGINES === '1';
 }
 
-function executable(p: string): boolean {
-  try {
-    fs.accessSync(p, fs.constants.X_OK);
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
-  }
+/** Those of `paths` that are not executable files (for the "not built" messages). */
+export function absentBinaries(paths: readonly string[]): string[] {
+  return paths.filter((p) => {
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return !fs.statSync(p).isFile();
+    } catch {
+      return true;
+    }
+  });
 }
 
 /** Why an engine cannot be used, or undefined when all its binaries are there. */
 export function engineMissing(e: EngineName): string | undefined {
-  const absent = BINARIES[e].map((b) => path.join(engineBinDir(e), b)).filter((p) => !executable(p));
+  const absent = absentBinaries(BINARIES[e].map((b) => path.join(engineBinDir(e), b)));
   if (absent.length === 0) return undefined;
   return `${e} ${ENGINE_VERSIONS[e]} not built: missing ${absent.join(', ')} (run: bash scripts/setup-engines.sh)`;
 }

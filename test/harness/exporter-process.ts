@@ -1,8 +1,10 @@
 /**
- * The one way tests start the exporter as a process: the production bin (dist/src/main.js, build first) on a
- * loopback port, its output teed to test-artifacts/ (Proc), ended by PID. Every test and harness that needs the
- * real process (the stacks, restarts, start-up races) goes through spawnExporter.
+ * The one way tests start the exporter as a process: the production bin (dist/src/main.js, built by
+ * ensureBuilt when older than src/) on a loopback port, its output teed to test-artifacts/ (Proc), ended by
+ * PID. Every test and harness that needs the real process (the stacks, restarts, start-up races) goes through
+ * spawnExporter; a one-shot run of the CLI (test/helpers/cli.ts runCli) through the same bin and build.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,12 +13,41 @@ import { Proc, repoRoot, startProc, waitFor } from './proc';
 
 export const EXPORTER_BIN = path.join(repoRoot(), 'dist', 'src', 'main.js');
 
+let checked = false;
+
+/**
+ * The compiled bin (EXPORTER_BIN); builds it (tsc) when missing or older than a file under src/. Checked once per
+ * test process (its first start), so a later start in the middle of a scenario never waits on a build.
+ */
+export function ensureBuilt(): string {
+  if (checked) return EXPORTER_BIN;
+  if (!fs.existsSync(EXPORTER_BIN) || fs.statSync(EXPORTER_BIN).mtimeMs < newestMtime(path.join(repoRoot(), 'src'))) {
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repoRoot(), stdio: 'inherit' });
+  }
+  checked = true;
+  return EXPORTER_BIN;
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : fs.statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/** The command that runs the bin as installed (its interpreter line), built first when stale. */
+export function exporterCommand(): [string, string[]] {
+  return interpreterCommand(ensureBuilt());
+}
+
 /**
  * The command the kernel runs for a script: its interpreter line (`#!interpreter optional-arg`) with the
  * script's path after it. The bin's line is env(1) with the memory settings (src/cli/memory-settings.ts),
  * so the exporter runs as installed, one process, without needing the mode bit tsc does not set.
  */
-export function interpreterCommand(script: string): [string, string[]] {
+function interpreterCommand(script: string): [string, string[]] {
   const m = /^#!\s*(\S+)(?:\s+(.*?))?\s*$/.exec(fs.readFileSync(script, 'utf8').split('\n', 1)[0]);
   if (!m) throw new Error(`${script} has no interpreter line`);
   return [m[1], [...(m[2] ? [m[2]] : []), script]];
@@ -69,7 +100,7 @@ export async function spawnExporter(o: ExporterProcessOptions): Promise<Exporter
     if (tmp !== undefined) fs.rmSync(tmp, { recursive: true, force: true });
   };
   const port = o.port ?? (await freePort());
-  const [command, bin] = interpreterCommand(EXPORTER_BIN);
+  const [command, bin] = exporterCommand();
   const proc = startProc(o.name, command, [
     ...bin, `--config.file=${configFile}`, `--web.listen-address=127.0.0.1:${port}`, `--log.level=${o.logLevel ?? 'debug'}`,
     ...(o.storagePath === undefined ? [] : [`--storage.path=${o.storagePath}`]),

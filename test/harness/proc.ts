@@ -47,7 +47,8 @@ export function startProc(name: string, cmd: string, args: string[], opts: Spawn
   if (child.pid === undefined) throw new Error(`failed to start ${name}: ${cmd}`);
   let buf = '';
   const onData = (d: Buffer) => {
-    log.write(d);
+    // Output can still arrive after 'exit' (stdio drains later), when stop() has ended the log.
+    if (!log.writableEnded) log.write(d);
     if (buf.length < 4_000_000) buf += d.toString('utf8');
   };
   child.stdout?.on('data', onData);

@@ -8,9 +8,8 @@
  * because its setup step builds 3.x) the entry is always returned, so every test parametrised
  * over it fails loudly, and requirePrometheus3() throws with the reason.
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { absentBinaries, buildCacheDir } from './engines';
 
 export interface PrometheusVersion {
   /** Short name for test titles, e.g. "2.42" or "3.16". */
@@ -37,9 +36,7 @@ export const DEBIAN_PROMETHEUS: PrometheusVersion = {
  * $PROMETHEUS3_BIN_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter/prometheus-<module version>/bin.
  */
 export function prometheus3BinDir(): string {
-  if (process.env.PROMETHEUS3_BIN_DIR) return process.env.PROMETHEUS3_BIN_DIR;
-  const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  return path.join(cache, 'hypha-serve-exporter', `prometheus-${PROMETHEUS3_MODULE_VERSION}`, 'bin');
+  return process.env.PROMETHEUS3_BIN_DIR || path.join(buildCacheDir(), `prometheus-${PROMETHEUS3_MODULE_VERSION}`, 'bin');
 }
 
 export function prometheus3(): PrometheusVersion {
@@ -52,19 +49,10 @@ export function prometheus3Required(): boolean {
   return process.env.CI === 'true' || process.env.HSE_REQUIRE_PROMETHEUS3 === '1';
 }
 
-function executable(p: string): boolean {
-  try {
-    fs.accessSync(p, fs.constants.X_OK);
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /** Why the 3.x build cannot be used, or undefined when both binaries are there. */
 export function prometheus3Missing(): string | undefined {
   const v = prometheus3();
-  const absent = [v.prometheus, v.promtool].filter((p) => !executable(p));
+  const absent = absentBinaries([v.prometheus, v.promtool]);
   if (absent.length === 0) return undefined;
   return `Prometheus ${PROMETHEUS3_VERSION} not built: missing ${absent.join(', ')} (run: bash scripts/setup-prometheus3.sh)`;
 }
@@ -89,9 +77,6 @@ export function requirePrometheus3(): PrometheusVersion | undefined {
 
 /** Throws (with the setup hint) when a version's binaries are absent; call at the start of a parametrised test. */
 export function assertPrometheusBinaries(v: PrometheusVersion): void {
-  for (const p of [v.prometheus, v.promtool]) {
-    if (!executable(p)) {
-      throw new Error(`Prometheus ${v.label}: ${p} missing or not executable (run: bash scripts/setup.sh)`);
-    }
-  }
+  const absent = absentBinaries([v.prometheus, v.promtool]);
+  if (absent.length) throw new Error(`Prometheus ${v.label}: ${absent.join(', ')} missing or not executable (run: bash scripts/setup.sh)`);
 }

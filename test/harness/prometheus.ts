@@ -43,6 +43,9 @@ export interface ScrapeTarget {
    * written for 2.x).
    */
   fallbackScrapeProtocol?: 'PrometheusText0.0.4' | 'PrometheusText1.0.0' | 'OpenMetricsText0.0.1' | 'OpenMetricsText1.0.0' | 'PrometheusProto';
+  /** Default http; https with tlsConfig (Prometheus' tls_config, e.g. { ca_file }) for an exporter serving TLS. */
+  scheme?: 'http' | 'https';
+  tlsConfig?: Record<string, string | boolean>;
 }
 
 /** A Prometheus build's version, from `prometheus --version`. */
@@ -202,6 +205,8 @@ function renderConfig(opts: PrometheusOptions, version: PrometheusBuildVersion):
           : {}),
       ...(t.metricsPath ? { metrics_path: t.metricsPath } : {}),
       ...(t.params ? { params: t.params } : {}),
+      ...(t.scheme ? { scheme: t.scheme } : {}),
+      ...(t.tlsConfig ? { tls_config: t.tlsConfig } : {}),
       ...(t.honorLabels !== undefined ? { honor_labels: t.honorLabels } : {}),
       ...(t.fallbackScrapeProtocol && version.major >= 3 ? { fallback_scrape_protocol: t.fallbackScrapeProtocol } : {}),
       static_configs: [{ targets: t.targets, ...(t.labels ? { labels: t.labels } : {}) }],

@@ -6,28 +6,17 @@
  * sees them only because the querier reads the ruler's store too (thanos-io/thanos#3170). Every
  * process on free loopback ports, ended by PID.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { assertEngine, engineBinary, ENGINE_VERSIONS } from './engines';
-import { failingRules } from './engine-api';
+import { RuleEngineOptions, waitReady, waitRulesHealthy, withTeardown } from './engine-api';
 import { freePorts } from './ports';
 import { PrometheusServer, startPrometheus } from './prometheus';
-import { Proc, startProc, waitFor } from './proc';
+import { startProc, waitFor } from './proc';
 
 /** The external label the sidecar needs on its Prometheus (it refuses one without any): a cluster name, as in production. */
 export const THANOS_EXTERNAL_LABELS = { cluster: 'e2e' } as const;
 
-export interface ThanosRulerOptions {
-  /** host:port of the exporter(s), scraped with honor_labels. */
-  exporterTargets: string[];
-  job: string;
-  ruleFiles: string[];
-  scrapeInterval: string;
-  /** The ruler's --eval-interval (the binary's default is 1m). */
-  evaluationInterval: string;
-  alertmanagerUrl: string;
-}
+/** The ruler's --eval-interval is `evaluationInterval` (the binary's default is 1m). */
+export type ThanosRulerOptions = RuleEngineOptions;
 
 export interface ThanosRuler {
   /** The scraping Prometheus (no rules). */
@@ -41,13 +30,6 @@ export interface ThanosRuler {
   stop(): Promise<void>;
 }
 
-async function ready(name: string, proc: Proc, url: string): Promise<void> {
-  await waitFor(`${name} ready`, async () => {
-    if (proc.child.exitCode !== null) throw new Error(`${name} exited (${proc.child.exitCode}): ${proc.output().slice(-3000)}`);
-    return (await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2000) })).ok;
-  }, 60_000, 250);
-}
-
 interface StoreStatus {
   name: string;
   lastError: string | null;
@@ -56,18 +38,13 @@ interface StoreStatus {
 export async function startThanosRuler(o: ThanosRulerOptions): Promise<ThanosRuler> {
   assertEngine('thanos');
   const thanos = engineBinary('thanos', 'thanos');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thanos-'));
-  const stops: Array<() => Promise<void>> = [async () => fs.rmSync(dir, { recursive: true, force: true })];
-  const stop = async () => {
-    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
-  };
-  try {
+  return withTeardown('thanos-', async (dir, t) => {
     const prometheus = await startPrometheus({
       scrapeTargets: [{ job: o.job, targets: o.exporterTargets, honorLabels: true }],
       scrapeInterval: o.scrapeInterval,
       externalLabels: { ...THANOS_EXTERNAL_LABELS },
     });
-    stops.push(() => prometheus.stop());
+    t.add(() => prometheus.stop());
     const [sidecarGrpc, sidecarHttp, queryGrpc, queryHttp, ruleGrpc, ruleHttp] = await freePorts(6);
     const at = (p: number) => `127.0.0.1:${p}`;
 
@@ -75,46 +52,35 @@ export async function startThanosRuler(o: ThanosRulerOptions): Promise<ThanosRul
       'sidecar', `--tsdb.path=${prometheus.dataDir}`, `--prometheus.url=${prometheus.url}`,
       `--grpc-address=${at(sidecarGrpc)}`, `--http-address=${at(sidecarHttp)}`, '--log.level=warn',
     ]);
-    stops.push(() => sidecar.stop());
+    t.add(() => sidecar.stop());
     const query = startProc('thanos-query', thanos, [
       'query', `--grpc-address=${at(queryGrpc)}`, `--http-address=${at(queryHttp)}`,
       // The endpoint config (--endpoint is deprecated in 0.42): the sidecar, and the ruler's StoreAPI.
       `--endpoint.sd-config=${JSON.stringify({ endpoints: [{ address: at(sidecarGrpc) }, { address: at(ruleGrpc) }] })}`, '--log.level=warn',
     ]);
-    stops.push(() => query.stop());
+    t.add(() => query.stop());
     const queryUrl = `http://${at(queryHttp)}`;
-    const ruleData = path.join(dir, 'rule');
     const rule = startProc('thanos-rule', thanos, [
-      'rule', `--data-dir=${ruleData}`, ...o.ruleFiles.map((f) => `--rule-file=${f}`),
+      'rule', `--data-dir=${dir}/rule`, ...o.ruleFiles.map((f) => `--rule-file=${f}`),
       `--eval-interval=${o.evaluationInterval}`, `--query=${queryUrl}`, `--alertmanagers.url=${o.alertmanagerUrl}`,
       // A ruler's external label, as every ruler has one to tell its blocks apart; it is added to its alerts.
       '--label=ruler="e2e"',
       `--grpc-address=${at(ruleGrpc)}`, `--http-address=${at(ruleHttp)}`, '--log.level=warn',
     ]);
-    stops.push(() => rule.stop());
+    t.add(() => rule.stop());
     const ruleUrl = `http://${at(ruleHttp)}`;
-    await ready('thanos sidecar', sidecar, `http://${at(sidecarHttp)}`);
-    await ready('thanos query', query, queryUrl);
-    await ready('thanos rule', rule, ruleUrl);
+    await waitReady('thanos sidecar', sidecar, `http://${at(sidecarHttp)}/-/ready`);
+    await waitReady('thanos query', query, `${queryUrl}/-/ready`);
+    await waitReady('thanos rule', rule, `${ruleUrl}/-/ready`);
     await prometheus.waitForTargetsUp(60_000, o.job);
-    // The querier must read both stores, or a rule reading a recorded series (or ALERTS) sees nothing.
+    // The querier must read both stores, or a rule reading a recorded series sees nothing.
     await waitFor('thanos query reads the sidecar and the ruler', async () => {
       const r = (await (await fetch(`${queryUrl}/api/v1/stores`)).json()) as { data?: Record<string, StoreStatus[]> };
       const ok = (kind: string) => (r.data?.[kind] ?? []).some((s) => s.lastError === null || s.lastError === '');
       return ok('sidecar') && ok('rule');
     }, 60_000, 500);
     // The ruler's first evaluations fail while the querier has no store; wait until none does.
-    let failing: string[] = [];
-    await waitFor('thanos rule evaluating every rule without error', async () => {
-      failing = await failingRules(ruleUrl);
-      const groups = await (await fetch(`${ruleUrl}/api/v1/rules`)).json() as { data: { groups: Array<{ lastEvaluation: string }> } };
-      return failing.length === 0 && groups.data.groups.length > 0 && groups.data.groups.every((g) => !g.lastEvaluation.startsWith('0001'));
-    }, 60_000, 500).catch((e: Error) => {
-      throw new Error(`${e.message}; failing: ${failing.join('; ')}`);
-    });
-    return { prometheus, queryUrl, ruleUrl, version: ENGINE_VERSIONS.thanos.replace(/^v/, ''), stop };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
+    await waitRulesHealthy('thanos rule', ruleUrl);
+    return { prometheus, queryUrl, ruleUrl, version: ENGINE_VERSIONS.thanos.replace(/^v/, ''), stop: () => t.run() };
+  });
 }

@@ -14,27 +14,19 @@
  * Every process on free loopback ports, private data dir, ended by PID.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { assertEngine, engineBinary, ENGINE_VERSIONS } from './engines';
-import { failingRules, queryVector } from './engine-api';
+import { queryVector, RuleEngineOptions, waitReady, waitRulesHealthy, withTeardown } from './engine-api';
 import { freePorts } from './ports';
-import { Proc, startProc, waitFor } from './proc';
+import { startProc, waitFor } from './proc';
 
 /** The production defaults passed explicitly (see above); `lagMs` of the path is the eval delay. */
 export const VM_DELAYS = { latencyOffset: '30s', evalDelay: '30s', queryStep: '5m' } as const;
 export const VM_EVAL_DELAY_MS = 30_000;
 
-export interface VictoriaMetricsOptions {
-  exporterTargets: string[];
-  job: string;
-  ruleFiles: string[];
-  scrapeInterval: string;
-  /** vmalert's -evaluationInterval. */
-  evaluationInterval: string;
-  alertmanagerUrl: string;
-}
+/** vmalert's -evaluationInterval is `evaluationInterval`. */
+export type VictoriaMetricsOptions = RuleEngineOptions;
 
 export interface VictoriaMetrics {
   /** http://host:port of victoria-metrics (Prometheus query API). */
@@ -46,21 +38,9 @@ export interface VictoriaMetrics {
   stop(): Promise<void>;
 }
 
-async function ready(name: string, proc: Proc, url: string, route: string): Promise<void> {
-  await waitFor(`${name} ready`, async () => {
-    if (proc.child.exitCode !== null) throw new Error(`${name} exited (${proc.child.exitCode}): ${proc.output().slice(-3000)}`);
-    return (await fetch(`${url}${route}`, { signal: AbortSignal.timeout(2000) })).ok;
-  }, 60_000, 250);
-}
-
 export async function startVictoriaMetrics(o: VictoriaMetricsOptions): Promise<VictoriaMetrics> {
   assertEngine('victoriametrics');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vm-'));
-  const stops: Array<() => Promise<void>> = [async () => fs.rmSync(dir, { recursive: true, force: true })];
-  const stop = async () => {
-    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
-  };
-  try {
+  return withTeardown('vm-', async (dir, t) => {
     const scrapeFile = path.join(dir, 'scrape.yml');
     fs.writeFileSync(scrapeFile, stringify({
       global: { scrape_interval: o.scrapeInterval, scrape_timeout: o.scrapeInterval },
@@ -72,8 +52,8 @@ export async function startVictoriaMetrics(o: VictoriaMetricsOptions): Promise<V
       `-storageDataPath=${path.join(dir, 'data')}`, `-httpListenAddr=127.0.0.1:${vmPort}`, `-promscrape.config=${scrapeFile}`,
       '-retentionPeriod=1d', `-search.latencyOffset=${VM_DELAYS.latencyOffset}`, '-loggerLevel=WARN',
     ]);
-    stops.push(() => vm.stop());
-    await ready('victoria-metrics', vm, vmUrl, '/health');
+    t.add(() => vm.stop());
+    await waitReady('victoria-metrics', vm, `${vmUrl}/health`);
     const vmalertUrl = `http://127.0.0.1:${vmalertPort}`;
     const vmalert = startProc('vmalert', engineBinary('victoriametrics', 'vmalert'), [
       ...o.ruleFiles.map((f) => `-rule=${f}`),
@@ -81,20 +61,10 @@ export async function startVictoriaMetrics(o: VictoriaMetricsOptions): Promise<V
       `-evaluationInterval=${o.evaluationInterval}`, `-rule.evalDelay=${VM_DELAYS.evalDelay}`, `-datasource.queryStep=${VM_DELAYS.queryStep}`,
       `-httpListenAddr=127.0.0.1:${vmalertPort}`, '-loggerLevel=WARN',
     ]);
-    stops.push(() => vmalert.stop());
-    await ready('vmalert', vmalert, vmalertUrl, '/health');
+    t.add(() => vmalert.stop());
+    await waitReady('vmalert', vmalert, `${vmalertUrl}/health`);
     await waitFor('victoria-metrics scraped the exporter', async () => (await queryVector(vmUrl, `up{job="${o.job}"} == 1`)).length > 0, 120_000, 1000);
-    let failing: string[] = [];
-    await waitFor('vmalert evaluating every rule without error', async () => {
-      failing = await failingRules(vmalertUrl);
-      const groups = await (await fetch(`${vmalertUrl}/api/v1/rules`)).json() as { data: { groups: Array<{ lastEvaluation: string }> } };
-      return failing.length === 0 && groups.data.groups.length > 0 && groups.data.groups.every((g) => !g.lastEvaluation.startsWith('0001'));
-    }, 60_000, 500).catch((e: Error) => {
-      throw new Error(`${e.message}; failing: ${failing.join('; ')}`);
-    });
-    return { vmUrl, vmalertUrl, version: ENGINE_VERSIONS.victoriametrics.replace(/^v/, ''), stop };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
+    await waitRulesHealthy('vmalert', vmalertUrl);
+    return { vmUrl, vmalertUrl, version: ENGINE_VERSIONS.victoriametrics.replace(/^v/, ''), stop: () => t.run() };
+  });
 }

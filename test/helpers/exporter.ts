@@ -1,9 +1,14 @@
 import fs from 'node:fs';
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { Exporter, type ExporterOptions } from '../../src/exporter/exporter';
+import { parseFlags } from '../../src/cli/flags';
 import { MetricsRenderer } from '../../src/metrics/renderer';
+import { createApp } from '../../src/server/app';
+import { listen } from '../../src/server/listen';
 import { SnapshotStore } from '../../src/snapshot/store';
 import type { Snapshot } from '../../src/snapshot/types';
 import type { ExpositionFormat } from '../../src/metrics/text';
@@ -36,6 +41,13 @@ export interface InProcessOptions {
   logArtifact?: string;
 }
 
+export interface ServedExporter {
+  /** http://127.0.0.1:port */
+  url: string;
+  port: number;
+  server: http.Server;
+}
+
 export interface InProcessExporter {
   exporter: Exporter;
   /** Every log line so far (JSON, one per entry). */
@@ -47,7 +59,13 @@ export interface InProcessExporter {
   rewrite(next: string): void;
   /** The /metrics body, through the call the HTTP handler makes. */
   scrape(format?: ExpositionFormat): Promise<string>;
-  /** Stops the exporter, writes the log artifact if asked, removes the temp dir of a config given as text. */
+  /**
+   * Serves the exporter's endpoints over HTTP as src/main.ts does without a web config (createApp on the
+   * listener of src/server/listen.ts, default header timeout and connection cap) on 127.0.0.1, a free port
+   * unless given. Once per exporter; close() closes it.
+   */
+  serve(port?: number): Promise<ServedExporter>;
+  /** Closes the HTTP server if serve() opened one, stops the exporter, writes the log artifact if asked, removes the temp dir of a config given as text. */
   close(): Promise<void>;
 }
 
@@ -63,6 +81,7 @@ export function exporterWithConfig(config: string | { file: string }, o: InProce
   const exporter = new Exporter({
     configFile: file, log, env: o.env ?? {}, storagePath: o.storagePath, storageReadOnly: o.storageReadOnly, filter: o.filter,
   });
+  let served: ServedExporter | undefined;
   return {
     exporter,
     lines,
@@ -72,7 +91,19 @@ export function exporterWithConfig(config: string | { file: string }, o: InProce
       fs.writeFileSync(file, next);
     },
     scrape: (format: ExpositionFormat = 'prometheus') => scrapeText(exporter.metrics, format),
+    async serve(port = 0) {
+      if (served) throw new Error('serve() called twice');
+      const d = parseFlags([]);
+      const { server } = await listen(createApp(exporter, log), log, {
+        host: '127.0.0.1', port, headerTimeoutMs: d.webHeaderTimeoutMs, maxConnections: d.webMaxConnections,
+      });
+      const bound = (server.address() as AddressInfo).port;
+      served = { url: `http://127.0.0.1:${bound}`, port: bound, server };
+      return served;
+    },
     async close() {
+      const s = served?.server;
+      if (s) await new Promise<void>((r) => s.close(() => r()));
       await exporter.stop();
       if (o.logArtifact !== undefined) fs.writeFileSync(path.join(artifactsDir(), `${o.logArtifact}-exporter-${Date.now()}.log`), lines.join(''));
       t?.cleanup();

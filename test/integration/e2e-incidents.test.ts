@@ -81,6 +81,48 @@ describe('end-to-end incident replays', () => {
   /** The longest evaluation delay of any path: a look-alike's silence window is extended by it. */
   const maxLag = () => Math.max(...paths.map((p) => p.lagMs));
 
+  /**
+   * Runs `check` on every path in turn and keeps each failure (with the path's label), so that one engine
+   * that pages late or says something else does not stop the others from being measured; `throwIfAny`
+   * at the end of the test fails it with all of them.
+   */
+  const perPath = () => {
+    const failures: string[] = [];
+    return {
+      async each(check: (p: AlertPath) => Promise<void>): Promise<void> {
+        for (const p of paths) {
+          try {
+            await check(p);
+          } catch (e) {
+            failures.push(`${p.label}: ${e instanceof Error ? e.message : String(e)}`);
+          }
+        }
+      },
+      throwIfAny(): void {
+        if (failures.length) throw new Error(`${failures.length} failure(s):\n${failures.join('\n')}`);
+      },
+    };
+  };
+
+  /**
+   * What the engine has recorded for an app when a page says something else, for the failure message:
+   * each recorded series of the registration group now (labels that tell them apart, value) and how many
+   * samples of each it holds over the last 2 minutes (a series that came late or went stale shows there).
+   */
+  const contextOf = async (p: AlertPath, app: string) => {
+    const names = ['not_registered:context', 'registration_state:cause', 'running_not_registered:page', 'running_not_registered:bridged', 'registration_stuck:bridged'];
+    const brief = (m: Record<string, string>) => [m.state, m.proven && `proven=${m.proven}`].filter(Boolean).join(' ');
+    const out: string[] = [];
+    for (const n of names) {
+      const sel = `ray_cluster_app:hypha_serve_app_${n}{app="${app}"}`;
+      const now = (await p.vector(sel)).map((x) => `${brief(x.metric)}=${x.value[1]}`);
+      const counts = (await p.vector(`count_over_time(${sel}[2m])`)).map((x) => `${brief(x.metric)}:${x.value[1]}`);
+      out.push(`${n} now [${now.join(', ')}] samples in 2m [${counts.join(', ')}]`);
+    }
+    const causes = p.receiver.pages.flatMap((x) => x.alerts.filter((a) => a.labels.app === app && a.labels.alertname === 'HyphaServeAppRunningNotRegistered').map((a) => `${a.status}:${a.annotations.cause}`));
+    return `${out.join('; ')}; causes notified so far [${causes.join(', ')}]`;
+  };
+
   const metric = async (expr: string) => (await stack.prometheus.vector(expr)).map((s) => Number(s.value[1]));
 
   const registration = async (app: string) => {
@@ -110,35 +152,41 @@ describe('end-to-end incident replays', () => {
     await waitFor('be-buggy registered', async () => (await registration('be-buggy')) === 'registered', 240_000, 500);
     await waitFor('be-buggy deregistered at zero', async () => (await registration('be-buggy')) === 'missing_scaled_to_zero', 240_000, 250);
     const fault1a = Date.now();
-    for (const p of paths) {
+    const checks = perPath();
+    await checks.each(async (p) => {
       const page1a = await waitForPage(p, 'HyphaServeAppRunningNotRegistered', fault1a, 240_000, { app: 'be-buggy' }, '/pager');
       recordTime('incident 1a (idle at zero, proxy deregistered)', 'HyphaServeAppRunningNotRegistered', page1a.ms, p.label);
-      expect([p.label, page1a.annotations.cause]).toEqual([p.label, 'missing_scaled_to_zero']);
-    }
+      if (page1a.annotations.cause !== 'missing_scaled_to_zero') {
+        throw new Error(`1a paged with cause ${JSON.stringify(page1a.annotations.cause)}, not missing_scaled_to_zero (its context now: ${await contextOf(p, 'be-buggy')})`);
+      }
+    });
     // 1b: RUNNING since deploy, never registered (the readiness gate waits for a replica that never comes).
-    for (const p of paths) {
+    await checks.each(async (p) => {
       const page1b = await waitForPage(p, 'HyphaServeAppRunningNotRegistered', t0, 240_000, { app: 'be-wait' }, '/pager');
       const wait1b = await p.vector('hypha_serve_app_unregistered_since_timestamp_seconds{app="be-wait"}');
       const since1b = wait1b.length ? Number(wait1b[0].value[1]) * 1000 : t0;
-      recordTime('incident 1b (deployed at 0, never registered)', 'HyphaServeAppRunningNotRegistered', p.receiver.firing('HyphaServeAppRunningNotRegistered', '/pager').filter((x) => x.alerts.some((a) => a.labels.app === 'be-wait'))[0].receivedAt - since1b, p.label);
-      expect([p.label, page1b.annotations.cause]).toEqual([p.label, 'missing_never_registered']);
-    }
+      recordTime('incident 1b (deployed at 0, never registered)', 'HyphaServeAppRunningNotRegistered', page1b.ms - (since1b - t0), p.label);
+      if (page1b.annotations.cause !== 'missing_never_registered') {
+        throw new Error(`1b paged with cause ${JSON.stringify(page1b.annotations.cause)}, not missing_never_registered (its context now: ${await contextOf(p, 'be-wait')})`);
+      }
+    });
     // The benign look-alikes: the same apps with the fixed proxy stay registered, idle at zero, and never page.
     expect(await registration('be-fixed')).toBe('registered');
     expect(await registration('be-fixed0')).toBe('registered');
     expect((await stack.prometheus.vector('hypha_serve_deployment_scaled_to_zero{app="be-fixed0",deployment="Model"}'))[0]?.value[1]).toBe('1');
-    for (const p of paths) {
-      for (const a of ['be-fixed', 'be-fixed0']) expect([p.label, a, pagesSince(p, 'HyphaServeAppRunningNotRegistered', t0, { app: a })]).toEqual([p.label, a, 0]);
+    await checks.each(async (p) => {
+      for (const a of ['be-fixed', 'be-fixed0']) expect([a, pagesSince(p, 'HyphaServeAppRunningNotRegistered', t0, { app: a })]).toEqual([a, 0]);
       // The worker-view alert is for workers that claim registration (or say nothing); this worker
       // admits be-buggy is unregistered, so only the Ray-view alert pages for it.
-      expect([p.label, pagesSince(p, 'HyphaServeWorkerAppRunningNotRegistered', t0, { app: 'be-buggy' })]).toEqual([p.label, 0]);
-    }
+      expect(pagesSince(p, 'HyphaServeWorkerAppRunningNotRegistered', t0, { app: 'be-buggy' })).toBe(0);
+    });
     await waitFor('worker cross-checked', async () => (await metric(`hypha_serve_worker_app_status{app="be-buggy",status="RUNNING"}`))[0] === 1, 60_000, 500);
     await captureMetrics();
     await worker.disconnect();
     worker = undefined;
     await stack.ray.deleteAllApps();
     await waitFor('apps gone', async () => (await stack.prometheus.vector('hypha_serve_app_status{app=~"be-.*"}')).length === 0, 120_000, 1000);
+    checks.throwIfAny();
   });
 
   it('look-alikes: two brief registration flaps and a rolling update page on no engine', async () => {
@@ -247,17 +295,25 @@ describe('end-to-end incident replays', () => {
   it('incident 2: Hypha restarts under a new server id → HyphaServiceCachedProxyStale paged', async () => {
     const t0 = Date.now();
     await stack.hypha.restart({ serverId: undefined });
-    for (const p of paths) {
+    // The fresh path works while the cached one does not. The page proven by the replaced server id
+    // (issue 19) can arrive before the first probes after the restart have been scraped. Watched from
+    // the restart on, beside the pages: the cached path is stale only until the exporter renews its
+    // proxy, which can come before the slowest engine's page (vmalert evaluates 30 s in the past).
+    const probe = async (via: string) => (await metric(`hypha_serve_service_probe_success{service="public/artifact-manager",via="${via}"}`))[0];
+    const probed = (async () => {
+      await waitFor('cached path fails and fresh path works after the restart', async () => (await probe('cached')) === 0 && (await probe('fresh')) === 1, 120_000, 250);
+      await waitFor('stale-since scraped', async () => (await metric('hypha_serve_service_cached_stale_since_timestamp_seconds{service="public/artifact-manager"}')).length === 1, 60_000, 250);
+      await captureMetrics();
+    })().then(() => undefined, (e: Error) => e);
+    const checks = perPath();
+    await checks.each(async (p) => {
       const page = await waitForPage(p, 'HyphaServiceCachedProxyStale', t0, 240_000, { service: 'public/artifact-manager', holder: 'exporter' }, '/pager');
       recordTime('incident 2 (artifact manager re-registered)', 'HyphaServiceCachedProxyStale', page.ms, p.label);
       expect(page.annotations.description).toMatch(/public\/artifact-manager/);
-    }
-    // The fresh path works while the cached one does not. The page proven by the replaced server id
-    // (issue 19) can arrive before the first probes after the restart have been scraped: wait for them.
-    const probe = async (via: string) => (await metric(`hypha_serve_service_probe_success{service="public/artifact-manager",via="${via}"}`))[0];
-    await waitFor('cached path fails and fresh path works after the restart', async () => (await probe('cached')) === 0 && (await probe('fresh')) === 1, 60_000, 500);
-    await waitFor('stale-since scraped', async () => (await metric('hypha_serve_service_cached_stale_since_timestamp_seconds{service="public/artifact-manager"}')).length === 1, 60_000, 500);
-    await captureMetrics();
+    });
+    const probeFailure = await probed;
+    if (probeFailure) throw probeFailure;
+    checks.throwIfAny();
   });
 
   it('a crashed deployment → the Serve alert (chat), and no not-registered page', async () => {
@@ -273,7 +329,10 @@ describe('end-to-end incident replays', () => {
 
   it('every metric the rules use was emitted by the real exporter during this run', async () => {
     await captureMetrics();
-    const missing = metricNamesUsedByRules().filter((n) => !emitted.has(n));
+    // Served only with --web.config.file (absent otherwise, docs/metrics.md), which this stack does not
+    // use; the web-config tests check their emission.
+    const onlyWithWebConfig = new Set(['hypha_serve_exporter_web_config_last_reload_successful', 'hypha_serve_exporter_web_config_last_reload_success_timestamp_seconds']);
+    const missing = metricNamesUsedByRules().filter((n) => !emitted.has(n) && !onlyWithWebConfig.has(n));
     expect(missing).toEqual([]);
   });
 });

@@ -140,11 +140,11 @@ test('getServiceInfo resolves a short id to its provider, callDirect calls it; a
   await expect(c.callDirect(id, 'ping')).resolves.toBe('pong');
   const info = await c.getServiceInfo(id);
   expect(info).toMatchObject({ id, type: 'bioengine-app' });
-  await expect(c.getServiceInfo('ws-user-root/nobody:nothing')).rejects.toMatchObject({ kind: 'not_found' });
+  await expect(c.getServiceInfo('ws-user-root/nobody:nothing')).rejects.toMatchObject({ errorClass: 'not_found' });
   // A method the live provider lacks is the provider's answer (remote), not a provider that is gone (not_found).
   const noMethod = await c.callDirect(svc.id, 'no_such_method').then(() => undefined, (e: unknown) => e);
-  console.log(`call of a missing method: ${(noMethod as SourceError).kind}: ${(noMethod as SourceError).message}`);
-  expect(noMethod).toMatchObject({ kind: 'remote', op: 'gs-app.no_such_method', message: expect.stringMatching(/^gs-app\.no_such_method: RemoteError: /) });
+  console.log(`call of a missing method: ${(noMethod as SourceError).errorClass}: ${(noMethod as SourceError).message}`);
+  expect(noMethod).toMatchObject({ errorClass: 'remote', op: 'gs-app.no_such_method', message: expect.stringMatching(/^gs-app\.no_such_method: RemoteError: /) });
 });
 
 test('a call to a provider that left fails fast (recently gone) and a never-seen one hits our deadline', async () => {
@@ -160,9 +160,9 @@ test('a call to a provider that left fails fast (recently gone) and a never-seen
   const t1 = Date.now();
   const err2 = await c.callDirect('ws-user-root/never-existed:svc', 'ping', [], { timeoutMs: 1500 }).then(() => undefined, (e: unknown) => e);
   const neverMs = Date.now() - t1;
-  console.log(`call to departed provider: ${(err as SourceError).kind} after ${recentMs} ms (${(err as SourceError).message}); to never-seen provider: ${(err2 as SourceError).kind} after ${neverMs} ms`);
-  expect(['not_found', 'timeout']).toContain((err as SourceError).kind);
-  expect(err2).toMatchObject({ kind: expect.stringMatching(/^(timeout|not_found)$/) });
+  console.log(`call to departed provider: ${(err as SourceError).errorClass} after ${recentMs} ms (${(err as SourceError).message}); to never-seen provider: ${(err2 as SourceError).errorClass} after ${neverMs} ms`);
+  expect(['not_found', 'timeout']).toContain((err as SourceError).errorClass);
+  expect(err2).toMatchObject({ errorClass: expect.stringMatching(/^(timeout|not_found)$/) });
   expect(neverMs).toBeLessThan(2500);
   expect(c.open).toBe(true);
 });
@@ -171,17 +171,17 @@ test('wrong token: auth error, token not in the message', async () => {
   const bad = 'x'.repeat(20) + 'not-a-valid-token' + 'y'.repeat(20);
   const err = await connect({ serverUrl: hypha.url, token: new Secret(bad) }).then(() => undefined, (e: unknown) => e);
   expect(err).toBeInstanceOf(SourceError);
-  expect((err as SourceError).kind).toBe('auth');
+  expect((err as SourceError).errorClass).toBe('auth');
   expect((err as SourceError).message).not.toContain(bad);
   console.log(`wrong token: ${(err as SourceError).message}`);
 });
 
 test('unknown workspace: auth error with and without a token', async () => {
   const withTok = await connect({ serverUrl: hypha.url, token: new Secret(hypha.rootToken), workspace: 'no-such-ws' }).then(() => undefined, (e: unknown) => e);
-  expect(withTok).toMatchObject({ kind: 'auth' });
+  expect(withTok).toMatchObject({ errorClass: 'auth' });
   expect((withTok as SourceError).message).not.toContain(hypha.rootToken);
   const anon = await connect({ serverUrl: hypha.url, workspace: 'no-such-ws' }).then(() => undefined, (e: unknown) => e);
-  expect(anon).toMatchObject({ kind: 'auth' });
+  expect(anon).toMatchObject({ errorClass: 'auth' });
   console.log(`unknown workspace: ${(withTok as SourceError).message} / ${(anon as SourceError).message}`);
 });
 
@@ -204,14 +204,14 @@ test('server down at connect: connect error in milliseconds; HyphaClient keeps r
   const port = await freePort();
   const t0 = Date.now();
   const err = await connect({ serverUrl: `http://127.0.0.1:${port}` }).then(() => undefined, (e: unknown) => e);
-  expect(err).toMatchObject({ kind: 'connect' });
+  expect(err).toMatchObject({ errorClass: 'connect' });
   console.log(`connect to closed port: ${(err as SourceError).message} after ${Date.now() - t0} ms`);
 
   const token = 'A'.repeat(30) + 'b'.repeat(34); // a valid root token for the server started below
   const client = new HyphaClient({ serverUrl: `http://127.0.0.1:${port}`, token: new Secret(token), reconnectMinMs: 200, reconnectMaxMs: 1000 });
   client.start();
   await waitFor('client down', async () => client.state === 'down', 5000, 20);
-  expect(client.lastError?.kind).toBe('connect');
+  expect(client.lastError?.errorClass).toBe('connect');
   const late = await startHypha({ port, rootToken: token, serverId: 'hc-late' });
   try {
     const t1 = Date.now();
@@ -270,7 +270,7 @@ test('HyphaClient rebuilds after a restart with a new server id: new generation,
     await waitFor('client noticed the outage', async () => client.state === 'down', 5000, 10);
     const noticedMs = (disconnects[0] ?? Date.now()) - tStop;
     expect(client.connection).toBeUndefined();
-    await expect(g1.listServices()).rejects.toMatchObject({ kind: 'never_sent' });
+    await expect(g1.listServices()).rejects.toMatchObject({ errorClass: 'never_sent' });
     const tStart = Date.now();
     await srv.startServer({ serverId: 'rb-b' });
     const tReady = Date.now();
@@ -350,7 +350,7 @@ test('with --enable-s3 against moto: public/artifact-manager resolves; create/re
     expect(read.view_count).toBe(0);
     const list = (await c.callDirect(am.id, 'list', [], { kwargs: { parent_id: 'ws-user-root/probe-coll', limit: 5, silent: true } })) as { id: string }[];
     expect(list.map((a) => a.id)).toEqual(['ws-user-root/probe-child']);
-    await expect(c.callDirect(am.id, 'read', [], { kwargs: { artifact_id: 'ws-user-root/nope', silent: true } })).rejects.toMatchObject({ kind: 'remote' });
+    await expect(c.callDirect(am.id, 'read', [], { kwargs: { artifact_id: 'ws-user-root/nope', silent: true } })).rejects.toMatchObject({ errorClass: 'remote' });
 
     await c.disconnect();
     await srv.restart();

@@ -2,13 +2,9 @@
 // foundation issue names, seen through /metrics over HTTP.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import type { Server } from 'node:http';
 import path from 'node:path';
-import pino from 'pino';
-import { createApp } from '../../src/server/app';
 import { exporterWithConfig } from '../helpers/exporter';
 import { seriesCount, seriesValue } from '../helpers/exposition';
-import { freePort } from '../harness/ports';
 import { artifactsDir, waitFor } from '../harness/proc';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 
@@ -17,7 +13,6 @@ jest.setTimeout(600_000);
 describe('exporter against real Ray Serve', () => {
   let ray: RayCluster;
   let h: ReturnType<typeof exporterWithConfig>;
-  let server: Server;
   let base: string;
   const scrape = async () => (await fetch(`${base}/metrics`)).text();
   const v = async (name: string, labels: Record<string, string>) => seriesValue(await scrape(), name, labels);
@@ -27,13 +22,10 @@ describe('exporter against real Ray Serve', () => {
     process.stdout.write(`ray start → Serve API answering: ${ray.startMs} ms (Ray ${ray.rayVersion})\n`);
     h = exporterWithConfig(`ray_clusters:\n  - name: test\n    dashboard_url: ${ray.dashboardUrl}\n    interval: 500ms\n    timeout: 5s\n`);
     h.exporter.start();
-    const port = await freePort();
-    server = createApp(h.exporter, pino({ level: 'silent' })).listen(port, '127.0.0.1');
-    base = `http://127.0.0.1:${port}`;
+    base = (await h.serve()).url;
   });
 
   afterAll(async () => {
-    server?.close();
     await h?.close();
     await ray?.stop();
   });

@@ -6,19 +6,15 @@
 // Hypha restarting under a new artifact-manager client id (the second), then
 // the Ray dashboard going away.
 import fs from 'node:fs';
-import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
 import { BrowserContext, chromium, Page } from 'playwright-core';
 import type { Exporter } from '../../src/exporter/exporter';
-import { createApp } from '../../src/server/app';
 import type { StatusV1 } from '../../src/status-page/model';
-import { exporterWithConfig } from '../helpers/exporter';
+import { exporterWithConfig, InProcessExporter } from '../helpers/exporter';
 import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { bioengineClientId, startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
-import { freePort } from '../harness/ports';
 import { artifactsDir, waitFor, startTogether } from '../harness/proc';
 import { RayCluster, rayAppConfig, ServeAppConfig, startRay } from '../harness/ray';
 
@@ -52,7 +48,7 @@ describe('status page in a real browser against real Ray Serve', () => {
   let exporter: Exporter;
   let logLines: string[];
   const tmp = tmpDir();
-  let server: Server;
+  let h: InProcessExporter | undefined;
   let base: string;
   let ctx: BrowserContext;
   let page: Page;
@@ -98,13 +94,11 @@ watched_services:
     canary:
       reresolve_after: never
 `);
-    const h = exporterWithConfig({ file }, { logLevel: 'info', env: { PAGE_TEST_TOKEN: hypha.rootToken } });
+    h = exporterWithConfig({ file }, { logLevel: 'info', env: { PAGE_TEST_TOKEN: hypha.rootToken } });
     logLines = h.lines;
     exporter = h.exporter;
     exporter.start();
-    const port = await freePort();
-    server = createApp(exporter, pino({ level: 'silent' })).listen(port, '127.0.0.1');
-    base = `http://127.0.0.1:${port}`;
+    base = (await h.serve()).url;
     profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'status-page-chromium-'));
     const tb = Date.now();
     // A persistent context is how Playwright takes a user-data-dir: a fresh one per run.
@@ -130,8 +124,7 @@ watched_services:
   afterAll(async () => {
     await ctx?.close();
     if (profileDir) fs.rmSync(profileDir, { recursive: true, force: true });
-    server?.close();
-    await exporter?.stop();
+    await h?.close();
     await worker?.disconnect().catch(() => undefined);
     tmp.cleanup();
     await Promise.all([ray?.stop(), hypha?.stop()]);

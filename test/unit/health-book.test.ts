@@ -102,9 +102,9 @@ describe('HealthBook', () => {
       return b.health;
     };
 
-    it('continues the health and counters and does not report a spell its predecessor reported', () => {
-      const previous = down();
-      const { b, msgs } = book({ previous, intervalSeconds: 30 });
+    it('takes the handed-over health and counters and does not report a spell its predecessor reported', () => {
+      const handover = down();
+      const { b, msgs } = book({ handover, intervalSeconds: 30 });
       expect(b.health).toMatchObject({ up: false, lastError: 'slow', intervalSeconds: 30 });
       expect(b.health.errors.timeout).toBe(1);
       b.failed('timeout', 'slow');
@@ -115,14 +115,14 @@ describe('HealthBook', () => {
     it('reports the first failure after an up predecessor', () => {
       const { b: up } = book();
       up.succeeded(0.1);
-      const { b, msgs } = book({ previous: up.health });
+      const { b, msgs } = book({ handover: up.health });
       expect(b.up).toBe(true);
       b.failed('connect', 'refused');
       expect(msgs()).toEqual([`${WARN} ray source down`]);
     });
 
     it('starts afresh when the predecessor was another upstream', () => {
-      const { b, msgs } = book({ previous: down(), target: 'c2' });
+      const { b, msgs } = book({ handover: down(), target: 'c2' });
       expect(b.health).toMatchObject({ target: 'c2', up: false });
       expect(b.health.lastError).toBeUndefined();
       expect(b.health.errors.timeout).toBe(0);

@@ -59,7 +59,7 @@ describe('httpGet (the Serve API and proxy client)', () => {
 
   it('an oversized answer is too_large, whether declared or streamed, and after decoding', async () => {
     up.set((_q, r) => r.end('y'.repeat(1001)));
-    expect((await failure(get('/declared'))).kind).toBe('too_large');
+    expect((await failure(get('/declared'))).errorClass).toBe('too_large');
     up.set((_q, r) => {
       r.writeHead(200, { 'transfer-encoding': 'chunked' });
       for (let i = 0; i < 11; i++) r.write('z'.repeat(100));
@@ -71,32 +71,32 @@ describe('httpGet (the Serve API and proxy client)', () => {
       r.writeHead(200, { 'content-encoding': 'gzip' });
       r.end(zlib.gzipSync('0'.repeat(5000)));
     });
-    expect((await failure(get('/bomb'))).kind).toBe('too_large');
+    expect((await failure(get('/bomb'))).errorClass).toBe('too_large');
   });
 
   it('no answer within the deadline, or a body that stalls, is a timeout', async () => {
     up.set(() => undefined);
     const silent = await failure(get('/hang', { timeoutMs: 150 }));
-    expect([silent.kind, silent.message]).toEqual(['timeout', 'no answer within 150 ms']);
+    expect([silent.errorClass, silent.message]).toEqual(['timeout', 'no answer within 150 ms']);
     up.set((_q, r) => {
       r.writeHead(200, { 'content-length': '100' });
       r.write('partial');
     });
     const stalled = await failure(get('/stall', { timeoutMs: 150 }));
-    expect([stalled.kind, stalled.message]).toEqual(['timeout', 'body not complete within 150 ms']);
+    expect([stalled.errorClass, stalled.message]).toEqual(['timeout', 'body not complete within 150 ms']);
   });
 
   it('a refused connection, a bad URL and a body cut short are connect errors', async () => {
     const closed = await freePort();
     const refused = await failure(httpGet(`http://127.0.0.1:${closed}/`, { timeoutMs: 2000, maxBytes: 10 }));
-    expect([refused.kind, refused.message]).toEqual(['connect', 'connection failed: ECONNREFUSED']);
-    expect((await failure(httpGet('ftp://127.0.0.1/', { timeoutMs: 2000, maxBytes: 10 }))).kind).toBe('connect');
+    expect([refused.errorClass, refused.message]).toEqual(['connect', 'connection failed: ECONNREFUSED']);
+    expect((await failure(httpGet('ftp://127.0.0.1/', { timeoutMs: 2000, maxBytes: 10 }))).errorClass).toBe('connect');
     up.set((_q, r) => {
       r.writeHead(200, { 'content-length': '100' });
       r.write('partial', () => r.socket?.destroy());
     });
     const cut = await failure(get('/cut'));
-    expect(cut.kind).toBe('connect');
+    expect(cut.errorClass).toBe('connect');
     expect(cut.message).toMatch(/^connection broke while reading: /);
   });
 });

@@ -4,7 +4,7 @@ import { checkHyphaRegistration, defaultClusterMapping, hyphaRegistrationSchema,
 import { bioengineProxyClientId, expectedService, WorkerDirectory } from '../../src/registration/expected';
 import { mappedWorkspaces } from '../../src/sources/hypha/workspaces';
 import { matchProviders, missingCause, ProviderIndex, RegistrationTracker, TrackerInput, WAKE_GRACE_SECONDS } from '../../src/registration/tracker';
-import { registrationKey } from '../../src/snapshot/restored';
+import { registrationKey } from '../../src/snapshot/handover';
 import { clusterOfWorker, parseWorkerApps, parseWorkerStatus } from '../../src/sources/hypha/workers';
 import { classify, conciseMessage } from '../../src/sources/hypha/errors';
 import { RegistryView } from '../../src/sources/hypha/registry-view';
@@ -302,7 +302,7 @@ describe('RegistrationTracker', () => {
     t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([reg()]), input(1100));
     t.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1200));
     const next = new RegistrationTracker();
-    next.restore(new Map(t.histories().map((a) => [registrationKey(a.cluster, a.app), a.history])));
+    next.takeHandover(new Map(t.histories().map((a) => [registrationKey(a.cluster, a.app), a.history])));
     expect(next.evaluateCluster('c', [idle], exp('a'), new ProviderIndex([]), input(1300))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
     // Without them the history is unknown: the honest cause, and the spell restarts.
     // (The app was deployed at 1000; this exporter started at 1250.)

@@ -2,11 +2,8 @@
 // from Accept, through the real HTTP app; the cached gzip body is reused while nothing changed.
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import pino from 'pino';
 import { negotiateEncoding, negotiateFormat } from '../../src/metrics/negotiate';
-import { createApp } from '../../src/server/app';
 import { servePayload } from '../../bench/serve-payload';
 import { exporterWithConfig } from '../helpers/exporter';
 import { json, startUpstream } from '../helpers/http-upstream';
@@ -48,7 +45,6 @@ describe('negotiation rules', () => {
 });
 
 describe('/metrics over HTTP', () => {
-  let close: () => Promise<void>;
   let base = '';
   let upstreamClose: () => Promise<void>;
   let h: ReturnType<typeof exporterWithConfig>;
@@ -59,13 +55,9 @@ describe('/metrics over HTTP', () => {
     h = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    proxy_probe: {enabled: false}\n`);
     h.exporter.start();
     await h.exporter.settled();
-    const srv = http.createServer(createApp(h.exporter, pino({ level: 'silent' })));
-    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-    base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
-    close = () => new Promise<void>((r) => srv.close(() => r()));
+    base = (await h.serve()).url;
   });
   afterAll(async () => {
-    await close();
     await h.close();
     await upstreamClose();
   });

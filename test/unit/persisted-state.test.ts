@@ -7,7 +7,7 @@ import {
 } from '../../src/snapshot/persisted';
 import { WatchState } from '../../src/sources/services/state';
 import { ServerIdWatch } from '../../src/sources/hypha/server-id';
-import { registrationKey, SavedState, serverIdKey } from '../../src/snapshot/restored';
+import { registrationKey, SavedState, serverIdKey } from '../../src/snapshot/handover';
 import type { ServeApp } from '../../src/snapshot/types';
 import { exporterWithConfig, memoryLogger } from '../helpers/exporter';
 import { freePort } from '../harness/ports';
@@ -29,7 +29,7 @@ function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'state-'));
 }
 
-/** What the exporter gathers from the sources' hand-overs and the registration stage. */
+/** What the exporter gathers from the sources' handovers and the registration stage. */
 function savedWith(histories: SavedState['registration'], canaryStale: boolean): SavedState {
   const canary = { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, ...(canaryStale ? { staleSinceSeconds: 200 } : {}) };
   return {
@@ -41,7 +41,7 @@ function savedWith(histories: SavedState['registration'], canaryStale: boolean):
 }
 
 describe('state that survives a restart', () => {
-  it('round trip: the stale canary and every app history are restored; a fresh canary is not a witness', () => {
+  it('round trip: the stale canary and every app history are handed over; a fresh canary is not a witness', () => {
     const t = new RegistrationTracker();
     t.evaluateCluster('c', [idle], exp, new ProviderIndex([{ id: 'ws/p:a', workspace: 'ws', clientId: 'p', serviceId: 'a' }]), input(1100, 500));
     t.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1200, 500));
@@ -50,15 +50,15 @@ describe('state that survives a restart', () => {
     const { log } = memoryLogger();
     const w = new PersistedStateWriter(dir, () => savedWith(apps, true), log);
     w.flush();
-    const restored = loadPersistedState(dir, log, Date.now() / 1000 + 5);
-    expect(restored?.witnesses.get('public/artifact-manager')).toEqual({ fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, staleSinceSeconds: 200 });
-    const history = restored?.registration.get(registrationKey('c', 'a'));
+    const restart = loadPersistedState(dir, log, Date.now() / 1000 + 5);
+    expect(restart?.witnesses.get('public/artifact-manager')).toEqual({ fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, staleSinceSeconds: 200 });
+    const history = restart?.registration.get(registrationKey('c', 'a'));
     expect(history).toMatchObject({ everRegistered: true, missingSinceSeconds: 1200 });
     expect(persistedStateOf(savedWith(apps, false), 1).witnesses).toEqual({});
 
     // A new tracker (a new process) continues the spell and still knows the cause.
     const next = new RegistrationTracker();
-    next.restore(restored?.registration ?? new Map());
+    next.takeHandover(restart?.registration ?? new Map());
     expect(next.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1300, 1290))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
     // Without it: the honest cause, and the spell restarts.
     expect(new RegistrationTracker().evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1300, 1290))[0]).toMatchObject({ state: 'missing_history_unknown', unregisteredSinceSeconds: 1300 });
@@ -71,18 +71,18 @@ describe('state that survives a restart', () => {
     const dir = tmp();
     const { log } = memoryLogger();
     new PersistedStateWriter(dir, () => saved, log).flush();
-    const restored = loadPersistedState(dir, log, Date.now() / 1000 + 5);
-    expect(restored?.serverIds.get(serverIdKey('service', 'public/artifact-manager'))).toEqual(facts);
+    const restart = loadPersistedState(dir, log, Date.now() / 1000 + 5);
+    expect(restart?.serverIds.get(serverIdKey('service', 'public/artifact-manager'))).toEqual(facts);
     // A connection that never reported an id has nothing to continue.
-    expect(restored?.serverIds.has(serverIdKey('hypha', 'main'))).toBe(false);
+    expect(restart?.serverIds.has(serverIdKey('hypha', 'main'))).toBe(false);
 
     // The next process continues: its first connection (not a comeback) under the same id keeps the
     // change and still proves the old id gone; under yet another id it is a change again.
-    const same = new ServerIdWatch(restored?.serverIds.get(serverIdKey('service', 'public/artifact-manager')));
+    const same = new ServerIdWatch(restart?.serverIds.get(serverIdKey('service', 'public/artifact-manager')));
     expect(same.seen('srv-b', false)).toBeUndefined();
     expect(same.facts.changed).toBe(true);
     expect(same.replacedServer('srv-a')).toBe(true);
-    const other = new ServerIdWatch(restored?.serverIds.get(serverIdKey('service', 'public/artifact-manager')));
+    const other = new ServerIdWatch(restart?.serverIds.get(serverIdKey('service', 'public/artifact-manager')));
     expect(other.seen('srv-c', false)).toEqual({ from: 'srv-b', to: 'srv-c' });
     expect(other.replacedServer('srv-b')).toBe(true);
     // Without the file: nothing is known until a comeback is seen.
@@ -99,7 +99,7 @@ describe('state that survives a restart', () => {
     expect(loadPersistedState(dir, log)?.serverIds.size).toBe(0);
   });
 
-  it('a restored witness stays the canary and stays stale while its id is not a provider', () => {
+  it('a handed-over witness stays the canary and stays stale while its id is not a provider', () => {
     const st = new WatchState({ enabled: true }, 'list', [], undefined, { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, staleSinceSeconds: 200 });
     expect(st.adoptCanaryIfNone({ fullId: 'public/new:artifact-manager', clientId: 'new' }, 300)).toBe(false);
     st.applyRegistry({ nowSeconds: 300, providers: ['new'], resolved: { fullId: 'public/new:artifact-manager', clientId: 'new' } });
@@ -150,7 +150,7 @@ describe('state that survives a restart', () => {
     const a = exporterWithConfig({ file: cfg }, { storagePath: data });
     a.exporter.start();
     await a.exporter.stop();
-    // Written from the sources' hand-overs: each source took its part at start and gives it back.
+    // Written from the sources' handovers: each source took its part at start and gives it back.
     expect(saved().witnesses).toEqual({ 'public/artifact-manager': canary });
     expect(saved().serverIds).toEqual({ [serverIdKey('hypha', 'main')]: facts, [serverIdKey('service', 'public/artifact-manager')]: facts });
 
@@ -167,7 +167,7 @@ describe('state that survives a restart', () => {
     expect(saved().serverIds).toEqual({ [serverIdKey('hypha', 'main')]: facts });
   });
 
-  it('histories restored but not judged yet are saved again (a second restart loses nothing); a removed cluster\'s are not', async () => {
+  it('histories handed over but not judged yet are saved again (a second restart loses nothing); a removed cluster\'s are not', async () => {
     const dir = tmp();
     const data = path.join(dir, 'data');
     fs.mkdirSync(data);

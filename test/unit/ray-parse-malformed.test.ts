@@ -9,14 +9,14 @@ function dep(over: Record<string, unknown> = {}) {
 }
 
 describe('parseServeInstance on malformed or unusual input', () => {
-  it('rejects non-objects and missing applications with kind schema', () => {
+  it('rejects non-objects and missing applications with class schema', () => {
     for (const body of [null, 42, 'x', [], {}]) {
       try {
         parseServeInstance(body);
         throw new Error('no error');
       } catch (e) {
         expect(e).toBeInstanceOf(SourceError);
-        expect((e as SourceError).kind).toBe('schema');
+        expect((e as SourceError).errorClass).toBe('schema');
       }
     }
     expect(() => parseServeInstance({ applications: [1, 2] })).toThrow(/not an object/);

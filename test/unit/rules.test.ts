@@ -11,7 +11,7 @@ import { parse, stringify } from 'yaml';
 import { main as genMain, MANIFEST_PATH, renderAll, renderPrometheusRule } from '../../scripts/gen-prometheusrule';
 import { ALERT_NAMES, humanDuration, loadMixinConfig, MIXIN_CONFIG_PATH, renderPack, scaleDurations, withSelector } from '../../scripts/gen-rules';
 import { prometheusVersions } from '../harness/prometheus-versions';
-import { loadRules, metricNamesIn, metricNamesUsedByRules, RuleDef } from '../helpers/rule-metrics';
+import { loadRules, metricNamesIn, metricNamesUsedByRules } from '../helpers/rule-metrics';
 
 jest.setTimeout(180_000);
 
@@ -23,7 +23,7 @@ const RECEIVER_BY_SEVERITY: Record<string, string> = { critical: 'pager', warnin
 const CONFIG = loadMixinConfig(ROOT);
 const VERSIONS = prometheusVersions();
 /** Alerts about one exporter process: they keep `instance`. Every other alert is a fact and aggregates it away. */
-const PER_INSTANCE = ['HyphaServeExporterDown', 'HyphaServeExporterConfigReloadFailed', 'HyphaServeSourceStale'];
+const PER_INSTANCE = ['HyphaServeExporterDown', 'HyphaServeExporterConfigReloadFailed', 'HyphaServeExporterWebConfigReloadFailed', 'HyphaServeSourceStale'];
 
 interface Run {
   code: number | null;
@@ -101,10 +101,20 @@ function escapeRe(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** An alert's expression with the recording rules it reads spliced in. */
-function expandedExpr(r: RuleDef): string {
-  const used = records.filter((rec) => new RegExp(`(?<![A-Za-z0-9_:])${escapeRe(rec.name)}(?![A-Za-z0-9_:])`).test(r.expr));
-  return [r.expr, ...used.map((u) => u.expr)].join('\n');
+/** A rule's expression with every recording rule it reads, transitively, spliced in. */
+function expandedExpr(r: { expr: string }, recs: { name: string; expr: string }[] = records): string {
+  const parts: string[] = [];
+  const seen = new Set<string>();
+  const visit = (expr: string): void => {
+    parts.push(expr);
+    for (const rec of recs) {
+      if (seen.has(rec.name) || !new RegExp(`(?<![A-Za-z0-9_:])${escapeRe(rec.name)}(?![A-Za-z0-9_:])`).test(expr)) continue;
+      seen.add(rec.name);
+      visit(rec.expr);
+    }
+  };
+  visit(r.expr);
+  return parts.join('\n');
 }
 
 describe('the mixin generator', () => {
@@ -170,9 +180,13 @@ describe('the mixin generator', () => {
       const byName = new Map(doc.groups.flatMap((g) => g.rules).map((r) => [r.alert as string, r]));
       const reg = byName.get('HyphaServeAppRunningNotRegistered') as Record<string, unknown> & { annotations: Record<string, string> };
       expect(reg.for).toBe('1m');
-      expect(String(reg.expr)).toContain('[9m:]');
+      const rendered = doc.groups.flatMap((g) => g.rules).filter((r) => typeof r.record === 'string').map((r) => ({ name: r.record as string, expr: String(r.expr) }));
+      const regRule = expandedExpr({ expr: String(reg.expr) }, rendered);
+      // The uncertain cause wait (9m) and the bridge (10m) are in the recording rules the alert reads.
+      expect(regRule).toContain('[9m]');
+      expect(regRule).toContain('offset 9m');
       expect(reg.keep_firing_for).toBe('2m');
-      expect(String(reg.expr)).toContain('[10m]');
+      expect(regRule).toContain('[10m]');
       expect(reg.annotations.runbook_url).toBe('https://wiki.example.org/runbooks/hyphaserveapprunningnotregistered');
       expect(reg.annotations.description).toContain('for more than 10 minutes');
       expect((byName.get('HyphaServiceProbeFailing') as { labels: Record<string, string> }).labels.severity).toBe('critical');
@@ -343,25 +357,57 @@ describe('rule files', () => {
     }
   });
 
-  test('no rule uses the Ray cluster label of v0.1 (cluster) or guards on every Hypha connection at once', () => {
+  test('the topology labels (default cluster) are in every by/on list and in no matcher or text as the Ray cluster (v0.1)', () => {
+    const topo = CONFIG.topology_labels;
+    expect(topo).toEqual(['cluster']);
     for (const r of rules) {
       const text = [r.expr, ...Object.values(r.annotations)].join('\n');
-      expect({ rule: r.name, v01: /[{(,\s]cluster\s*[=,)!~]|"cluster"|\$labels\.cluster\b/.test(text) }).toEqual({ rule: r.name, v01: false });
-      expect({ rule: r.name, global: /(min|max) by \(job, instance\) \(hypha_serve_source_up/.test(r.expr) }).toEqual({ rule: r.name, global: false });
+      // v0.1 named the Ray cluster `cluster`: no rule matches on it or prints it as such.
+      expect({ rule: r.name, v01: /[{,]\s*cluster\s*[=!~]|\$labels\.cluster\b(?!\s+\$labels\.job)/.test(text.replace(/cluster=%q,/g, '')) }).toEqual({ rule: r.name, v01: false });
+      expect({ rule: r.name, global: /(min|max) by \((cluster, )?job, instance\) \(hypha_serve_source_up/.test(r.expr) }).toEqual({ rule: r.name, global: false });
+      // Every by/on list of a rule over exporter series starts with the topology labels (two installs never meet).
+      for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g)) {
+        const list = m[2].split(',').map((x) => x.trim()).filter(Boolean);
+        if (list.length === 0 || (m[1] === 'by' && list.length === 1 && !['job', 'instance'].includes(list[0]))) continue; // max by (reason), by (le): within one identity
+        expect({ rule: r.name, clause: m[0], topology: topo.every((t) => list.includes(t)) }).toEqual({ rule: r.name, clause: m[0], topology: true });
+      }
     }
   });
 
-  test('fact alerts aggregate instance away (an HA pair pages once); per-process alerts keep it', () => {
+  test('fact alerts aggregate instance away (an HA pair pages once, whatever its replica labels); per-process alerts keep it', () => {
+    const topo = CONFIG.topology_labels.join(', ');
     for (const a of alerts) {
-      const aggregates = /without \(instance\)/.test(a.expr);
+      const expanded = expandedExpr(a);
+      // `max by (<topology>, job, <identity>)` without instance: every per-replica label (instance, a replica label) goes.
+      const aggregates = new RegExp(`max by \\(${escapeRe(topo)}, job, (?!instance)`).test(expanded);
       expect({ alert: a.name, aggregates }).toEqual({ alert: a.name, aggregates: !PER_INSTANCE.includes(a.name) });
+      if (!PER_INSTANCE.includes(a.name)) expect({ alert: a.name, withoutInstance: /without \([^)]*\binstance\b/.test(a.expr) }).toEqual({ alert: a.name, withoutInstance: false });
     }
   });
 
-  test('alerts over recorded facts bridge gaps with last_over_time of the recorded series', () => {
+  test('each alert is a comparison of at most 3 lines over recorded series; no rule reads ALERTS', () => {
     for (const a of alerts) {
-      for (const m of a.expr.matchAll(/[a-z_]+:hypha_serve_[a-z0-9_]+:bool/g)) {
-        expect(a.expr).toContain(`last_over_time(${m[0]}[${CONFIG.bridge}])`);
+      expect({ alert: a.name, lines: a.expr.trim().split('\n').length <= 3 }).toEqual({ alert: a.name, lines: true });
+    }
+    for (const r of rules) expect({ rule: r.name, alerts: /\bALERTS(_FOR_STATE)?\b/.test(r.expr) }).toEqual({ rule: r.name, alerts: false });
+    const queries = alerts.map((a) => ({ alert: a.name, n: Object.values(a.annotations).join(' ').split('| query').length - 1 }));
+    // One query per annotation at most (issue 25): the description and one or two side annotations.
+    for (const a of alerts) {
+      for (const [k, v] of Object.entries(a.annotations)) {
+        const n = v.split('| query').length - 1;
+        expect({ alert: a.name, annotation: k, atMostOne: n <= 1 }).toEqual({ alert: a.name, annotation: k, atMostOne: true });
+      }
+    }
+    expect(queries.length).toBe(alerts.length);
+  });
+
+  test('every :bool fact an alert pages on is bridged over gaps with last_over_time of the recorded series', () => {
+    for (const a of alerts) {
+      if (PER_INSTANCE.includes(a.name)) continue;
+      for (const m of a.expr.matchAll(/[a-z_]+:hypha_serve_[a-z0-9_]+:bridged/g)) {
+        const rec = records.find((r) => r.name === m[0]);
+        expect(rec).toBeDefined();
+        expect(rec?.expr).toMatch(new RegExp(`last_over_time\\([^\\n]*\\[${CONFIG.bridge}\\]\\)`));
       }
     }
   });
@@ -523,7 +569,7 @@ describe('examples/alertmanager.yml', () => {
     ['hypha_service', 'service'],
   ])('HyphaServeSourceDown{source="%s"} inhibits every alert derived from that source, equal on %s', (source, label) => {
     const rule = ruleFor(['alertname="HyphaServeSourceDown"', `source="${source}"`]);
-    expect(rule?.equal.sort()).toEqual(['job', label].sort());
+    expect(rule?.equal.sort()).toEqual([...CONFIG.topology_labels, 'job', label].sort());
     const derived = alerts
       .filter((a) => a.name !== 'HyphaServeSourceDown' && new RegExp(`source="${source}"`).test(expandedExpr(a)))
       .map((a) => a.name);
@@ -535,13 +581,13 @@ describe('examples/alertmanager.yml', () => {
     for (const t of targetsOf(rule)) expect({ target: t, carries: carriesLabel.includes(t) }).toEqual({ target: t, carries: true });
     // The label it matches on is on every target alert (it is in the alert's identity).
     const sourceDown = alerts.find((a) => a.name === 'HyphaServeSourceDown');
-    expect(sourceDown?.expr).toContain(`"${label}", "$1", "target"`);
+    expect(sourceDown && expandedExpr(sourceDown)).toContain(`"${label}", "$1", "target"`);
   });
 
   test('the other inhibitions match on the identity both alerts share', () => {
-    expect(ruleFor(['alertname="HyphaServiceCachedProxyStale"'])?.equal.sort()).toEqual(['job', 'service']);
-    expect(ruleFor(['alertname="HyphaServeAppRunningNotRegistered"'])?.equal.sort()).toEqual(['app', 'hypha', 'job', 'ray_cluster']);
-    expect(ruleFor(['alertname="HyphaServeAllProxiesUnready"'])?.equal.sort()).toEqual(['job', 'ray_cluster']);
+    expect(ruleFor(['alertname="HyphaServiceCachedProxyStale"'])?.equal.sort()).toEqual(['cluster', 'job', 'service']);
+    expect(ruleFor(['alertname="HyphaServeAppRunningNotRegistered"'])?.equal.sort()).toEqual(['app', 'cluster', 'hypha', 'job', 'ray_cluster']);
+    expect(ruleFor(['alertname="HyphaServeAllProxiesUnready"'])?.equal.sort()).toEqual(['cluster', 'job', 'ray_cluster']);
   });
 
   test('defect 6: group_by has no source, target, service or instance, so one Hypha outage is one notification', () => {
@@ -560,113 +606,102 @@ describe('examples/alertmanager.yml', () => {
 describe('mutations: the tests can fail', () => {
   interface Mutation {
     what: string;
-    file: 'alerts.yml' | 'recording.yml';
+    /** Applied to both rule files (the groups' own recording rules are in alerts.yml); it must change one. */
     from: string | RegExp;
     to: string;
     testFile: string;
     failingTest: string;
   }
   const S = CONFIG.exporter_selector;
+  /** The topology labels every by/on starts with ("cluster, " by default). */
+  const T = CONFIG.topology_labels.map((l) => `${l}, `).join('');
   const MUTATIONS: Mutation[] = [
     {
       what: 'defect 1: guard registration on every Hypha connection of the exporter (v0.1)',
-      file: 'recording.yml',
-      from: `* on (job, instance, hypha) group_left () label_replace(hypha_serve_source_up{${S}, source="hypha"} == 1, "hypha", "$1", "target", "(.*)")`,
-      to: `* on (job, instance) group_left () min by (job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"})`,
+      from: `* on (${T}job, instance, hypha) group_left () label_replace(hypha_serve_source_up{${S}, source="hypha"} == 1, "hypha", "$1", "target", "(.*)")`,
+      to: `* on (${T}job, instance) group_left () min by (${T}job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"})`,
       testFile: 'registration.test.yml',
       failingTest: 'defect 1 - a failing watched-service source, a second Hypha server or another Ray cluster does not silence this app',
     },
     {
       what: 'defect 1: guard watched services on every Hypha connection of the exporter (v0.1)',
-      file: 'recording.yml',
-      from: `* on (job, instance, service) group_left () label_replace(hypha_serve_source_up{${S}, source="hypha_service"} == 1, "service", "$1", "target", "(.*)")`,
-      to: `* on (job, instance) group_left () min by (job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"})`,
+      from: `* on (${T}job, instance, service) group_left () label_replace(hypha_serve_source_up{${S}, source="hypha_service"} == 1, "service", "$1", "target", "(.*)")`,
+      to: `* on (${T}job, instance) group_left () min by (${T}job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"})`,
       testFile: 'services.test.yml',
       failingTest: "defect 1 - another watched service's source down does not silence this service's stale proxy",
     },
     {
       what: 'defect 2: the expected service in the alert identity, no bridge (v0.1)',
-      file: 'alerts.yml',
-      from: /\(\n\s+max without \(instance\) \(ray_cluster_app:hypha_serve_app_running_not_registered:bool\)\n\s+or\n[^\n]+\n\s+\) == 1/,
-      to: `(ray_cluster_app:hypha_serve_app_running_not_registered:bool * on (job, instance, ray_cluster, app, hypha) group_left (service) hypha_serve_app_expected_service_info{${S}}) == 1`,
+      from: 'ray_cluster_app:hypha_serve_app_running_not_registered:page == 1',
+      to: `(ray_cluster_app:hypha_serve_app_running_not_registered:bool * on (${T}job, instance, ray_cluster, app, hypha) group_left (service) hypha_serve_app_expected_service_info{${S}}) == 1`,
       testFile: 'registration.test.yml',
       failingTest: 'defect 2 - the expected client id changing during a worker restart neither resets nor splits the page',
     },
     {
       what: 'defect 3: join the worker view on the app name alone (v0.1)',
-      file: 'recording.yml',
-      from: '* on (job, instance, ray_cluster, app, hypha) group_left ()',
-      to: 'and on (job, instance, app)',
+      from: new RegExp(`\\* on \\(${T}job, instance, ray_cluster, app, hypha\\) group_left \\(\\)(\\n\\s+ray_cluster_app:hypha_serve_app_not_registered:bool)`),
+      to: `and on (${T}job, instance, app)$1`,
       testFile: 'worker.test.yml',
       failingTest: 'defect 3 - a healthy worker on cluster A is not paged for the same app name missing on cluster B',
     },
     {
       what: 'defects 5 and 8: no bridge over gaps (v0.1)',
-      file: 'alerts.yml',
-      from: /\n\s+or\n\s+max without \(instance\) \(last_over_time\([a-z_:]+\[5m\]\)\)/g,
+      from: /\n\s+or\n\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
       to: '',
       testFile: 'registration.test.yml',
       failingTest: 'defect 8 - Ray failing one sample in three still pages on time',
     },
     {
       what: 'defect 5: no bridge over an exporter restart (v0.1)',
-      file: 'alerts.yml',
-      from: /\n\s+or\n\s+max without \(instance\) \(last_over_time\([a-z_:]+\[5m\]\)\)/g,
+      from: /\n\s+or\n\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
       to: '',
       testFile: 'registration.test.yml',
       failingTest: 'defect 5 - a 1-minute exporter restart keeps a firing page and a pending one, and the cause becomes missing_history_unknown',
     },
     {
       what: 'defect 8: no bridge for the Serve app status (v0.1)',
-      file: 'alerts.yml',
-      from: /\n\s+or\n\s+max without \(instance\) \(last_over_time\([a-z_:]+\[5m\]\)\)/g,
+      from: /\n\s+or\n\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
       to: '',
       testFile: 'serve.test.yml',
       failingTest: 'defect 8 - Ray failing one sample in three, DEPLOY_FAILED turning UNHEALTHY - one page, on time',
     },
     {
       what: 'defect 6: require a ready-or-not head proxy series (v0.1)',
-      file: 'recording.yml',
-      from: `(sum without (app, deployment) (hypha_serve_deployment_scaled_to_zero{${S}}) > bool 0)`,
-      to: `((sum without (app, deployment) (hypha_serve_deployment_scaled_to_zero{${S}}) > bool 0) * on (job, instance, ray_cluster) group_left () (max without (node_id, node_ip) (hypha_serve_proxy_head{${S}}) == 1))`,
+      from: '(ray_cluster:hypha_serve_deployment_scaled_to_zero:sum > bool 0)',
+      to: `((ray_cluster:hypha_serve_deployment_scaled_to_zero:sum > bool 0) * on (${T}job, instance, ray_cluster) group_left () (max without (node_id, node_ip) (hypha_serve_proxy_head{${S}}) == 1))`,
       testFile: 'serve.test.yml',
       failingTest: 'defect 6 - no proxy_head == 1 series (head proxy not listed), worker proxies unready, apps at zero - pages',
     },
     {
       what: 'defect 10: judge the probes on one sample (v0.1)',
-      file: 'alerts.yml',
-      from: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) == 1`,
-      to: `hypha_serve_service_probe_success{${S}, via="fresh"} == 1`,
+      from: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) == bool 1`,
+      to: `hypha_serve_service_probe_success{${S}, via="fresh"} == bool 1`,
       testFile: 'services.test.yml',
       failingTest: 'defect 10 - fresh resolution picking a dead provider at random does not keep the cached-probe page from firing',
     },
     {
       what: 'HA: keep instance in fact alerts',
-      file: 'alerts.yml',
-      from: /max without \(instance\)/g,
-      to: 'max without ()',
+      from: new RegExp(`max by \\(${T}job, (?!instance)`, 'g'),
+      to: `max by (${T}job, instance, `,
       testFile: 'registration.test.yml',
       failingTest: 'two exporter replicas reporting the same fact page once, through a restart of either',
     },
     {
       what: 'HA: a dead replica held value outvotes a live one (bridge only)',
-      file: 'alerts.yml',
-      from: /\(\n\s+max without \(instance\) \(ray_cluster_app:hypha_serve_app_running_not_registered:bool\)\n\s+or\n/,
-      to: '(\n',
+      from: /(record: ray_cluster_app:hypha_serve_app_running_not_registered:bridged\n\s+expr: \|2\n)\s+max by \([^)]*\) \(ray_cluster_app:hypha_serve_app_running_not_registered:bool\)\n\s+or\n/,
+      to: '$1',
       testFile: 'registration.test.yml',
       failingTest: 'two exporter replicas reporting the same fact page once, through a restart of either',
     },
     {
       what: 'shorten the registration grace (the uncertain cause wait) to 1m',
-      file: 'alerts.yml',
-      from: /\[5m:\]\) == 1(\n[^\n]+\n[^\n]+)offset 5m/,
-      to: '[1m:]) == 1$1offset 1m',
+      from: /(min_over_time\(ray_cluster_app:hypha_serve_app_running_not_registered:bridged)\[5m\]( == 1 and on \([^)]*\) last_over_time\(ray_cluster_app:hypha_serve_app_running_not_registered:bridged\[5m\]) offset 5m/,
+      to: '$1[1m]$2 offset 1m',
       testFile: 'registration.test.yml',
       failingTest: 'registration flaps shorter than the grace do not page',
     },
     {
       what: 'issue 19: page a missing state at once without the exporter\'s proof (registration_stuck)',
-      file: 'alerts.yml',
       from: `hypha_serve_app_registration_stuck{${S}}`,
       to: `hypha_serve_app_registration_state{${S}, state=~"missing_.*"}`,
       testFile: 'registration.test.yml',
@@ -674,23 +709,20 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'issue 19: no latch, a page fired on the proof resolves when the cause changes',
-      file: 'alerts.yml',
-      from: /\n\s+or on \(job, ray_cluster, app, hypha\)\n\s+ALERTS\{alertname="HyphaServeAppRunningNotRegistered", alertstate="firing"\}/,
-      to: '',
+      from: 'max_over_time(ray_cluster_app:hypha_serve_app_registration_stuck:bridged[5m]) == 1',
+      to: 'ray_cluster_app:hypha_serve_app_registration_stuck:bridged == 1',
       testFile: 'registration.test.yml',
       failingTest: 'per-cause wait - a page fired on the proof stays through a cause change and a gap, and resolves at the fix',
     },
     {
       what: 'issue 19: the uncertain wait without "already 1 at the window start" (a series that just appeared has held)',
-      file: 'alerts.yml',
-      from: /\n\s+and on \(job, ray_cluster, app, hypha\)\n\s+max without \(instance\) \(last_over_time\(ray_cluster_app:hypha_serve_app_running_not_registered:bool\[5m\] offset 5m\)\) == 1/,
+      from: / and on \([^)]*\) last_over_time\(ray_cluster_app:hypha_serve_app_running_not_registered:bridged\[5m\] offset 5m\) == 1/,
       to: '',
       testFile: 'registration.test.yml',
       failingTest: 'defect 8 - Ray failing one sample in three still pages on time',
     },
     {
       what: 'issue 19: page any stale id at once, without the proof that its server id was replaced',
-      file: 'alerts.yml',
       from: `hypha_serve_service_cached_server_gone{${S}}`,
       to: `hypha_serve_service_cached_stale{${S}}`,
       testFile: 'services.test.yml',
@@ -698,7 +730,6 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'issue 19: the server-id warning fires on any comeback, under the same id too',
-      file: 'alerts.yml',
       from: `label_replace(hypha_serve_hypha_server_id_changed{${S}}, `,
       to: `label_replace(hypha_serve_hypha_server_id_changed{${S}} * 0 + 1, `,
       testFile: 'services.test.yml',
@@ -706,7 +737,6 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'define stale as "cached differs from the fresh resolution"',
-      file: 'recording.yml',
       from: `hypha_serve_service_provider_info{${S}}\n`,
       to: `hypha_serve_service_resolved_info{${S}}\n`,
       testFile: 'services.test.yml',
@@ -714,31 +744,27 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'drop the target-stability guard of the replicas rule',
-      file: 'recording.yml',
-      from: /\n\s+\* on \(job, instance, ray_cluster, app, deployment\) \(changes\([^\n]+/,
+      from: new RegExp(`\\n\\s+\\* on \\(${T}job, instance, ray_cluster, app, deployment\\) \\(changes\\([^\\n]+`),
       to: '',
       testFile: 'serve.test.yml',
       failingTest: 'steady autoscaler ramp-up (replicas trailing a rising target) is not a stuck deployment',
     },
     {
       what: 'ignore whether the fresh path works in the cached-probe alert',
-      file: 'alerts.yml',
-      from: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) == 1`,
-      to: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) >= 0`,
+      from: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) == bool 1`,
+      to: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) >= bool 0`,
       testFile: 'services.test.yml',
       failingTest: 'artifact manager gone while Hypha is up - both probe paths fail - warning',
     },
     {
       what: 'issue 19: the worker page keyed by the worker client id again (a restart splits and restarts it)',
-      file: 'alerts.yml',
-      from: /max without \(instance\) \(ray_cluster_app:hypha_serve_worker_app_running_not_registered:bool\)\n(\s+)or\n(\s+)max without \(instance\) \(last_over_time\(ray_cluster_app:hypha_serve_worker_app_running_not_registered:bool\[5m\]\)\)/,
-      to: 'max without (instance) (ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool)\n$1or\n$2max without (instance) (last_over_time(ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool[5m]))',
+      from: /max by \(([^)]*)\) \((last_over_time\()?ray_cluster_app:hypha_serve_worker_app_running_not_registered:bool/g,
+      to: 'max by ($1, worker) ($2ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool',
       testFile: 'worker.test.yml',
       failingTest: 'worker restart - the client id changes while the condition holds - one continuous page, the new id in the text',
     },
     {
       what: 'issue 19: a departed worker\'s page held by the bridge through the real fix (no registry-side 0 while no worker answers)',
-      file: 'recording.yml',
       from: /\n\s+or\n\s+\(\n\s+\(ray_cluster_app:hypha_serve_app_not_registered:bool == 0\)\n[^\n]*\n[^\n]*\n\s+\)/,
       to: '',
       testFile: 'worker.test.yml',
@@ -746,15 +772,13 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'issue 19: the zero-replica warning without the BioEngine-proxy registrant (plain Serve apps warned)',
-      file: 'recording.yml',
-      from: /\n\s+\* on \(job, instance, ray_cluster, app\)\n\s+hypha_serve_app_bioengine_proxy\{[^}]*\}/,
+      from: new RegExp(`\\n\\s+\\* on \\(${T}job, instance, ray_cluster, app\\)\\n\\s+hypha_serve_app_bioengine_proxy\\{[^}]*\\}`),
       to: '',
       testFile: 'deregister-at-zero.test.yml',
       failingTest: 'plain Serve app at min_replicas 0 whose registrant is unknown (no ProxyDeployment) - no warning',
     },
     {
       what: 'drop the worker_up guard of the worker view',
-      file: 'recording.yml',
       from: `(hypha_serve_worker_up{${S}} == 1)`,
       to: `(hypha_serve_worker_up{${S}} >= bool 0)`,
       testFile: 'worker.test.yml',
@@ -762,7 +786,6 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'count DEPLOYING as unhealthy',
-      file: 'recording.yml',
       from: 'status=~"DEPLOY_FAILED|UNHEALTHY"}',
       to: 'status=~"DEPLOY_FAILED|UNHEALTHY|DEPLOYING"}',
       testFile: 'serve.test.yml',
@@ -770,15 +793,13 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'treat a source that is up again after one failed sample as down',
-      file: 'alerts.yml',
-      from: /max without \(instance\) \(last_over_time\(hypha_serve_source_up\{([^}]*), source="ray"\}\[5m\]\)\)/,
-      to: 'min without (instance) (min_over_time(hypha_serve_source_up{$1, source="ray"}[5m]))',
+      from: /max by \(([^)]*)\) \(last_over_time\(hypha_serve_source_up\{([^}]*), source="ray"\}\[5m\]\)\)/,
+      to: 'min by ($1) (min_over_time(hypha_serve_source_up{$2, source="ray"}[5m]))',
       testFile: 'exporter.test.yml',
       failingTest: 'defect 8 - a source failing one sample in three is not down, and a scrape gap does not reset a down source',
     },
     {
       what: 'lower the churn threshold to one restart',
-      file: 'alerts.yml',
       from: '(service:hypha_serve_service_client_id_changes:increase1h) >= 5',
       to: '(service:hypha_serve_service_client_id_changes:increase1h) >= 2',
       testFile: 'services.test.yml',
@@ -791,17 +812,16 @@ describe('mutations: the tests can fail', () => {
     const promtool = VERSIONS[0].promtool;
     try {
       fs.mkdirSync(path.join(dir, 'rules', 'tests'), { recursive: true });
+      let changed = false;
       for (const f of ['alerts.yml', 'recording.yml']) {
-        let text = fs.readFileSync(path.join(ROOT, 'rules', f), 'utf8');
-        if (f === m.file) {
-          const mutated = typeof m.from === 'string' ? text.split(m.from).join(m.to) : text.replace(m.from, m.to);
-          expect({ mutation: m.what, changed: mutated !== text }).toEqual({ mutation: m.what, changed: true }); // the guard is still there
-          text = mutated;
-        }
-        fs.writeFileSync(path.join(dir, 'rules', f), text);
+        const text = fs.readFileSync(path.join(ROOT, 'rules', f), 'utf8');
+        const mutated = typeof m.from === 'string' ? text.split(m.from).join(m.to) : text.replace(m.from, m.to);
+        changed ||= mutated !== text;
+        fs.writeFileSync(path.join(dir, 'rules', f), mutated);
       }
+      expect({ mutation: m.what, changed }).toEqual({ mutation: m.what, changed: true }); // the guard is still there
       fs.copyFileSync(path.join(TESTS_DIR, m.testFile), path.join(dir, 'rules', 'tests', m.testFile));
-      const check = run(promtool, ['check', 'rules', path.join(dir, 'rules', m.file)]);
+      const check = run(promtool, ['check', 'rules', path.join(dir, 'rules', 'recording.yml'), path.join(dir, 'rules', 'alerts.yml')]);
       if (check.code !== 0) throw new Error(check.out);
       const r = run(promtool, ['test', 'rules', path.join(dir, 'rules', 'tests', m.testFile)]);
       expect(r.code).not.toBe(0);

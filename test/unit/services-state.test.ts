@@ -1,4 +1,4 @@
-import { CycleEvents, HolderReading, RegistryObservation, WatchHandoff, WatchState } from '../../src/sources/services/state';
+import { CycleEvents, HolderReading, RegistryObservation, WatchHandover, WatchState } from '../../src/sources/services/state';
 import { readHeldClientId } from '../../src/sources/services/holder-field';
 import { clientIdOf } from '../../src/util/hypha-id';
 import { outcomeOf } from '../../src/sources/services/outcome';
@@ -156,7 +156,7 @@ describe('WatchState', () => {
     expect(st.releasesTotal).toEqual({ operator: 1 });
   });
 
-  test('reload carry-over: a new state seeded from the hand-over keeps the witness, the counters and the histograms', () => {
+  test('reload: a new state given the handover keeps the witness, the counters and the histograms', () => {
     const holders = [{ name: 'w', reportsId: true, probeMethod: 'list_apps' }];
     const st = new WatchState(NO_LIMIT, 'list', holders);
     st.adoptCanaryIfNone(A, 0);
@@ -165,9 +165,9 @@ describe('WatchState', () => {
     cycle(st, { nowSeconds: 15, providers: ['srv-b'], resolved: B, probes: [probe('cached', 'timeout', 5)], holders: [{ name: 'w', clientId: 'srv-a' }] },
       [{ holder: 'w', method: 'list_apps', outcome: 'timeout', seconds: 5, atSeconds: 20 }]);
     // As a source hands it over while down: no current probe result or holder reading.
-    const seed: WatchHandoff = { ...st.handoff(), lastProbes: {}, holders: [], reresolvesTotal: 4, releasesTotal: { max_age: 4 } };
+    const handover: WatchHandover = { ...st.handover(), lastProbes: {}, holders: [], reresolvesTotal: 4, releasesTotal: { max_age: 4 } };
     // The reload changed the probe method: the old series stay, the new method gets zero series.
-    const next = new WatchState(NO_LIMIT, 'read', holders, seed);
+    const next = new WatchState(NO_LIMIT, 'read', holders, handover);
     expect(next.canary).toEqual({ ...A, sinceSeconds: 0, staleSinceSeconds: 15 });
     expect(next.changesTotal).toBe(1);
     expect(next.reresolvesTotal).toBe(4);
@@ -188,12 +188,12 @@ describe('WatchState', () => {
     expect(fresh.cached[0].stale).toBe(false);
   });
 
-  test('a seed of a disabled canary is not continued', () => {
-    const seed: WatchHandoff = {
+  test('a handover of a disabled canary is not taken', () => {
+    const handover: WatchHandover = {
       changesTotal: 0, reresolvesTotal: 0, releasesTotal: {}, calls: [], lastProbes: {}, holders: [], holderProbes: [],
       canary: { ...A, sinceSeconds: 0, staleSinceSeconds: 5 },
     };
-    expect(new WatchState({ enabled: false }, undefined, [], seed).canary).toBeUndefined();
+    expect(new WatchState({ enabled: false }, undefined, [], handover).canary).toBeUndefined();
   });
 
   test('canary disabled: only holders are reported', () => {
@@ -248,7 +248,7 @@ describe('holder field and outcomes', () => {
     expect(clientIdOf('  ')).toBeUndefined();
   });
 
-  test('error kinds map onto the seed\'s outcome classes', () => {
+  test('error classes map onto the outcome classes', () => {
     expect(outcomeOf('timeout')).toBe('timeout');
     expect(outcomeOf('not_found')).toBe('not_found');
     expect(outcomeOf('never_sent')).toBe('never_sent');

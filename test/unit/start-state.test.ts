@@ -3,10 +3,7 @@
 // restarts the source continues its state (no new unknown gap). And a Ray token file that rotates
 // is used from the next request, re-read after a refusal, without a reload.
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import type http from 'node:http';
 import { HealthBook } from '../../src/sources/health-book';
-import { createApp } from '../../src/server/app';
 import { buildStatus } from '../../src/status-page/build';
 import { exporterWithConfig, memoryLogger, scrapeText } from '../helpers/exporter';
 import { seriesCount, seriesValue } from '../helpers/exposition';
@@ -17,7 +14,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const serve = { controller_info: { node_id: 'n1', node_ip: '127.0.0.1' }, proxies: {}, applications: {} };
 
 describe('HealthBook start state', () => {
-  it('is pending until the first attempt ends, either way; a continued book is not pending', () => {
+  it('is pending until the first attempt ends, either way; a book given a handover is not pending', () => {
     const { log } = memoryLogger();
     const a = new HealthBook({ kind: 'ray', target: 'c', log, label: 'ray' });
     expect(a.health.pending).toBe(true);
@@ -28,11 +25,11 @@ describe('HealthBook start state', () => {
     const b = new HealthBook({ kind: 'ray', target: 'c', log, label: 'ray' });
     b.succeeded(0.1);
     expect(b.known).toBe(true);
-    const c = new HealthBook({ kind: 'ray', target: 'c', log, label: 'ray', previous: a.health });
+    const c = new HealthBook({ kind: 'ray', target: 'c', log, label: 'ray', handover: a.health });
     expect(c.known).toBe(true);
     expect(c.health.errors.connect).toBe(1);
     // A predecessor still pending passes that on: the restarted source is as unknown as it was.
-    const d = new HealthBook({ kind: 'ray', target: 'c', log, label: 'ray', previous: new HealthBook({ kind: 'ray', target: 'c', log, label: 'ray' }).health });
+    const d = new HealthBook({ kind: 'ray', target: 'c', log, label: 'ray', handover: new HealthBook({ kind: 'ray', target: 'c', log, label: 'ray' }).health });
     expect(d.known).toBe(false);
   });
 });
@@ -56,8 +53,8 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
     t.cleanup();
   });
 
-  async function get(server: http.Server, p: string): Promise<{ status: number; text: string }> {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}${p}`);
+  async function get(base: string, p: string): Promise<{ status: number; text: string }> {
+    const res = await fetch(`${base}${p}`);
     return { status: res.status, text: await res.text() };
   }
 
@@ -74,15 +71,14 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
     });
     const h = exporterWithConfig(`ray_clusters:\n  - {name: c1, dashboard_url: "${up.url}", interval: 1h, timeout: 10s}\n`);
     h.exporter.start();
-    const app = createApp(h.exporter, memoryLogger().log);
-    const server = await new Promise<http.Server>((r) => { const s = app.listen(0, '127.0.0.1', () => r(s)); });
+    const { url } = await h.serve();
     try {
       for (let i = 0; i < 5; i++) {
-        const m = await get(server, '/metrics');
+        const m = await get(url, '/metrics');
         expect(seriesCount(m.text, 'hypha_serve_source_up')).toBe(0);
         expect(m.text).not.toMatch(/^hypha_serve_source_\w+\{/m);
-        expect((await get(server, '/-/ready')).status).toBe(503);
-        const st = JSON.parse((await get(server, '/api/v1/status')).text) as { sources: { pending?: boolean }[]; problems: unknown[]; summary: { sources_down: number } };
+        expect((await get(url, '/-/ready')).status).toBe(503);
+        const st = JSON.parse((await get(url, '/api/v1/status')).text) as { sources: { pending?: boolean }[]; problems: unknown[]; summary: { sources_down: number } };
         expect(st.sources[0].pending).toBe(true);
         expect(st.summary.sources_down).toBe(0);
         expect(st.problems).toEqual([]);
@@ -91,9 +87,9 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       holding = false;
       release();
       await h.exporter.settled();
-      const m = await get(server, '/metrics');
+      const m = await get(url, '/metrics');
       expect(seriesValue(m.text, 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(value);
-      expect((await get(server, '/-/ready')).status).toBe(200);
+      expect((await get(url, '/-/ready')).status).toBe(200);
 
       // A reload that restarts the source (interval changed) continues its state: never absent again.
       h.rewrite(`ray_clusters:\n  - {name: c1, dashboard_url: "${up.url}", interval: 30m, timeout: 10s}\n`);
@@ -101,14 +97,13 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       expect(h.exporter.reload().ok).toBe(true);
       for (let i = 0; i < 3; i++) {
         expect(seriesValue(await scrapeText(h.exporter.metrics), 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(value);
-        expect((await get(server, '/-/ready')).status).toBe(200);
+        expect((await get(url, '/-/ready')).status).toBe(200);
         await sleep(20);
       }
       holding = false;
       release();
       await h.exporter.settled();
     } finally {
-      await new Promise<void>((r) => server.close(() => r()));
       await h.close();
     }
   });

@@ -2,13 +2,10 @@
 // answers replayed through the exporter's own Ray source: every answer must
 // match docs/status-api.schema.json, and the transitions must follow the replay.
 import fs from 'node:fs';
-import type { Server } from 'node:http';
 import path from 'node:path';
 import vm from 'node:vm';
 import Ajv2020 from 'ajv/dist/2020';
-import pino from 'pino';
 import type { AppRegistration } from '../../src/snapshot/registration';
-import { createApp } from '../../src/server/app';
 import { parseServeInstance } from '../../src/sources/ray-serve/parse';
 import type { WatchedServiceSample } from '../../src/snapshot/services';
 import { SnapshotStore } from '../../src/snapshot/store';
@@ -56,7 +53,6 @@ const REPLAY: Array<{ serve: string; healthz?: string }> = [
 describe('GET /api/v1/status over a replay of recorded Ray Serve 2.60 answers', () => {
   let up: Awaited<ReturnType<typeof startUpstream>>;
   let h: ReturnType<typeof exporterWithConfig>;
-  let server: Server;
   let base: string;
   let small: TransitionRecorder;
   let step: { serve: string; healthz?: string } | 'http500' = REPLAY[0];
@@ -103,10 +99,7 @@ describe('GET /api/v1/status over a replay of recorded Ray Serve 2.60 answers', 
     small = new TransitionRecorder(h.exporter.store, { capacity: 3 });
     h.exporter.start();
     await h.exporter.settled();
-    server = createApp(h.exporter, pino({ level: 'silent' })).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    const addr = server.address();
-    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    base = (await h.serve()).url;
     seen.set(REPLAY[0].serve, await status());
     for (const s of REPLAY.slice(1)) {
       step = s;
@@ -123,7 +116,6 @@ describe('GET /api/v1/status over a replay of recorded Ray Serve 2.60 answers', 
 
   afterAll(async () => {
     small?.stop();
-    server?.close();
     await h?.close();
     await up?.close();
   });

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { SourceError, type SourceErrorKind } from '../../util/errors';
+import { SourceError, type SourceErrorClass } from '../../util/errors';
 import { Secret } from '../../util/secret';
 import { connect, HyphaConnection, HyphaConnectOptions, HyphaLogger, silentLogger } from './connection';
 import { conciseMessage, explainRefusal, fromHypha } from './errors';
@@ -10,8 +10,8 @@ export { connect, HyphaConnection } from './connection';
 export type { HyphaConnectOptions } from './connection';
 export { ensureWebSocketGlobal } from './shim';
 
-/** The kinds of a refused token: the next connect reads the token file even when it seems unchanged. */
-const REFUSALS: ReadonlySet<SourceErrorKind | undefined> = new Set<SourceErrorKind>(['auth', 'auth_signature', 'auth_secret_changed']);
+/** The classes of a refused token: the next connect reads the token file even when it seems unchanged. */
+const REFUSALS: ReadonlySet<SourceErrorClass | undefined> = new Set<SourceErrorClass>(['auth', 'auth_signature', 'auth_secret_changed']);
 
 function digest(token: Secret): string {
   return crypto.createHash('sha256').update(token.reveal()).digest('hex');
@@ -189,7 +189,7 @@ export class HyphaClient {
       // The token is read at every connect (a rotated file is used from the next connection);
       // after a refusal it is read even when the file seems unchanged.
       const configured = this.opts.token;
-      configured?.refresh({ force: REFUSALS.has(this.#lastError?.kind) });
+      configured?.refresh({ force: REFUSALS.has(this.#lastError?.errorClass) });
       const token = configured ? new Secret(configured.reveal()) : undefined;
       try {
         const conn = await connect({ ...this.opts, token, generation: this.#generation + 1 });
@@ -217,7 +217,7 @@ export class HyphaClient {
         // One line per distinct failure, not one per retry.
         if (err.message !== lastLogged) {
           lastLogged = err.message;
-          this.#log.warn({ kind: err.kind, attempt, error: err.message }, 'cannot connect to hypha; retrying');
+          this.#log.warn({ error_class: err.errorClass, attempt, error: err.message }, 'cannot connect to hypha; retrying');
         }
         const wait = Math.min(max, min * 2 ** Math.min(attempt - 1, 16));
         await new Promise<void>((resolve) => {
@@ -239,11 +239,12 @@ export class HyphaClient {
     this.#generation = conn.generation;
     this.#connects++;
     this.#lastError = undefined;
-    conn.onTrouble((kind, op, message) => {
+    conn.onTrouble((errorClass, op, message) => {
       if (this.#conn !== conn || !conn.open) return;
-      this.#log.warn({ generation: conn.generation, kind, op, error: message }, 'hypha call failed in a way that makes the connection suspect');
+      this.#log.warn({ generation: conn.generation, error_class: errorClass, op, error: message },
+        'hypha call failed in a way that makes the connection suspect');
       // Not awaited (a listener); a failed rebuild is logged, and the connect loop retries on its own.
-      this.#rebuild(`${op}: ${kind}`)
+      this.#rebuild(`${op}: ${errorClass}`)
         .catch((e: unknown) => this.#log.warn({ generation: conn.generation, error: conciseMessage(e) }, 'rebuilding the hypha connection failed'));
     });
     conn.onClose((reason) => {

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { SourceError, SourceErrorKind, withTimeout } from '../../util/errors';
+import { SourceError, SourceErrorClass, withTimeout } from '../../util/errors';
 import { Secret } from '../../util/secret';
 import { classify, conciseMessage, fromHypha } from './errors';
 import { openSession, RawHandler, RawSession } from './shim';
@@ -57,7 +57,7 @@ interface ServiceInfoOptions extends CallOptions {
   mode?: string;
 }
 
-type TroubleListener = (kind: SourceErrorKind, op: string, message: string) => void;
+type TroubleListener = (errorClass: SourceErrorClass, op: string, message: string) => void;
 
 function withKwargs(args: readonly unknown[], kwargs: Record<string, unknown> | undefined): unknown[] {
   return kwargs ? [...args, { ...kwargs, _rkwargs: true }] : [...args];
@@ -147,7 +147,7 @@ export class HyphaConnection {
     return parsed.services;
   }
 
-  /** Registry entry of one service; rejects with kind `not_found` when absent. */
+  /** Registry entry of one service; rejects with class `not_found` when absent. */
   async getServiceInfo(id: string, opts?: ServiceInfoOptions): Promise<ServiceInfo> {
     const raw = await this.#call('getServiceInfo', () => this.session.getServiceInfo(id, opts?.mode), opts);
     const info = parseServiceInfo(raw);
@@ -225,8 +225,8 @@ export class HyphaConnection {
     this.session.ping();
   }
 
-  #trouble(kind: SourceErrorKind, op: string, message: string): void {
-    for (const l of [...this.#troubleListeners]) l(kind, op, message);
+  #trouble(errorClass: SourceErrorClass, op: string, message: string): void {
+    for (const l of [...this.#troubleListeners]) l(errorClass, op, message);
   }
 
   async #call<T>(op: string, fn: () => Promise<T>, opts?: CallOptions, managerCall = true): Promise<T> {
@@ -236,7 +236,7 @@ export class HyphaConnection {
       return await withTimeout(fn(), ms, op);
     } catch (e) {
       const err = fromHypha(e, op, this.secrets);
-      if (makesConnectionSuspect(err.kind, managerCall)) this.#trouble(err.kind, op, err.message);
+      if (makesConnectionSuspect(err.errorClass, managerCall)) this.#trouble(err.errorClass, op, err.message);
       throw err;
     }
   }
@@ -247,14 +247,14 @@ export class HyphaConnection {
  * provider's method says nothing about the connection; on the manager it does. A not-found aimed at the
  * manager means the server id changed under us.
  */
-export function makesConnectionSuspect(kind: SourceErrorKind, managerCall: boolean): boolean {
-  if (kind === 'timeout') return managerCall;
-  return kind === 'never_sent' || kind === 'connection_lost' || kind === 'manager_not_found';
+export function makesConnectionSuspect(errorClass: SourceErrorClass, managerCall: boolean): boolean {
+  if (errorClass === 'timeout') return managerCall;
+  return errorClass === 'never_sent' || errorClass === 'connection_lost' || errorClass === 'manager_not_found';
 }
 
 let generationSeq = 0;
 
-/** Opens one connection. Rejects with a SourceError of kind connect, auth or timeout. */
+/** Opens one connection. Rejects with a SourceError of class connect, auth or timeout. */
 export async function connect(opts: HyphaConnectOptions & { generation?: number }): Promise<HyphaConnection> {
   const log = opts.logger ?? silentLogger;
   const secrets = [opts.token];
@@ -272,9 +272,9 @@ export async function connect(opts: HyphaConnectOptions & { generation?: number 
       log: (level, text) => log.debug({ hypha_rpc: level, client_id: clientId }, conciseMessage(text, secrets)),
     });
   } catch (e) {
-    const kind = classify(e);
-    const passed = kind === 'auth' || kind === 'auth_signature' || kind === 'timeout';
-    throw new SourceError(passed ? kind : 'connect', `connect: ${conciseMessage(e, secrets)}`, 'connect');
+    const errorClass = classify(e);
+    const passed = errorClass === 'auth' || errorClass === 'auth_signature' || errorClass === 'timeout';
+    throw new SourceError(passed ? errorClass : 'connect', `connect: ${conciseMessage(e, secrets)}`, 'connect');
   }
   const info = parseConnectionInfo(session.config);
   if (!info) {

@@ -1,9 +1,9 @@
-import { errorMessage, SourceError, SourceErrorKind } from '../../util/errors';
+import { errorMessage, SourceError, SourceErrorClass } from '../../util/errors';
 import { scrub, Secret } from '../../util/secret';
 
-// Hypha failures are SourceErrors. Their kinds follow what a caller can do about them: `never_sent`
+// Hypha failures are SourceErrors. Their classes follow what a caller can do about them: `never_sent`
 // is provably harmless to retry, `timeout` may have executed, `not_found` means the addressed
-// service or client is gone (src/util/errors.ts lists every kind).
+// service or client is gone (src/util/errors.ts lists every class).
 
 const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+/g;
 
@@ -33,7 +33,7 @@ export function conciseMessage(e: unknown, secrets: readonly (Secret | undefined
  * hypha-rpc 0.21.40's untyped errors by their text: its own (src/rpc.js, src/websocket-client.js) and the Hypha
  * server's exceptions it passes on (RemoteError: ..., hypha/core/auth.py, hypha/core/workspace.py). The first match wins.
  */
-const UNTYPED: readonly (readonly [RegExp, SourceErrorKind])[] = [
+const UNTYPED: readonly (readonly [RegExp, SourceErrorClass])[] = [
   [/Authentication error|Failed to authenticate|does not match the specified workspace|does not exist or is not accessible/i, 'auth'],
   [/PermissionError|Permission denied|Access denied|Invalid token|token has expired|ExpiredSignature/i, 'auth'],
   [/Method call timed out|Timeout Error|TimeoutError/i, 'timeout'],
@@ -44,25 +44,25 @@ const UNTYPED: readonly (readonly [RegExp, SourceErrorKind])[] = [
 ];
 
 /**
- * Refinements of a kind by more of the same text. A refusal whose token signature does not verify (python-jose's
+ * Refinements of a class by more of the same text. A refusal whose token signature does not verify (python-jose's
  * JWTError text, which hypha/core/auth.py `valid_token` passes on), as opposed to an expired token or a denied
  * workspace; a not-found addressed to the workspace manager (`manager-<server id>` in any workspace), which means the server id
  * changed under the connection, as opposed to a provider gone.
  */
-const REFINED: Partial<Record<SourceErrorKind, readonly (readonly [RegExp, SourceErrorKind])[]>> = {
+const REFINED: Partial<Record<SourceErrorClass, readonly (readonly [RegExp, SourceErrorClass])[]>> = {
   auth: [[/Signature verification failed/i, 'auth_signature']],
   not_found: [[/\*\/manager-/, 'manager_not_found']],
 };
 
 /**
- * The kind of a failed Hypha call: a SourceError's own kind, else what hypha-rpc's text says (`remote` when it says
- * nothing known). The one place where error text is read: everything else decides by the kind.
+ * The class of a failed Hypha call: a SourceError's own class, else what hypha-rpc's text says (`remote` when it says
+ * nothing known). The one place where error text is read: everything else decides by the class.
  */
-export function classify(e: unknown): SourceErrorKind {
-  if (e instanceof SourceError) return e.kind;
+export function classify(e: unknown): SourceErrorClass {
+  if (e instanceof SourceError) return e.errorClass;
   const msg = errorMessage(e);
-  const kind = UNTYPED.find(([re]) => re.test(msg))?.[1] ?? 'remote';
-  return REFINED[kind]?.find(([re]) => re.test(msg))?.[1] ?? kind;
+  const errorClass = UNTYPED.find(([re]) => re.test(msg))?.[1] ?? 'remote';
+  return REFINED[errorClass]?.find(([re]) => re.test(msg))?.[1] ?? errorClass;
 }
 
 /**
@@ -83,6 +83,6 @@ const AUTH_SECRET_CHANGED_TEXT = 'a token this server accepted before: Hypha lik
  * Every token the old process issued is then invalid, not only this one. Anything else is passed on.
  */
 export function explainRefusal(err: SourceError, acceptedBefore: boolean): SourceError {
-  if (err.kind !== 'auth_signature' || !acceptedBefore) return err;
+  if (err.errorClass !== 'auth_signature' || !acceptedBefore) return err;
   return new SourceError('auth_secret_changed', `${err.message} (${AUTH_SECRET_CHANGED_TEXT})`, err.op);
 }

@@ -3,7 +3,7 @@
 // hypha/core/store.py), and its built-in services (the artifact manager among them) are provided by
 // client `<server_id>`. A server that comes back under another id therefore never serves the old
 // client id again: a proxy cached to it is stuck for good (incident 2).
-import type { ServerIdFacts } from '../../snapshot/restored';
+import type { ServerIdFacts } from '../../snapshot/handover';
 
 /** Replaced ids kept: enough for a few restarts while a holder's stale id is judged. */
 const MAX_REPLACED = 8;
@@ -11,9 +11,9 @@ const MAX_REPLACED = 8;
 export class ServerIdWatch {
   #facts: ServerIdFacts;
 
-  /** Continues a predecessor's facts (a source restarted by a reload). */
-  constructor(previous?: ServerIdFacts) {
-    this.#facts = previous ? { ...previous, replaced: [...previous.replaced] } : { replaced: [] };
+  /** Takes the facts handed over: by a predecessor (a source restarted by a reload) or by the restart handover. */
+  constructor(handover?: ServerIdFacts) {
+    this.#facts = handover ? { ...handover, replaced: [...handover.replaced] } : { replaced: [] };
   }
 
   /**

@@ -5,7 +5,7 @@ import { BIOENGINE_WORKER_TYPE, parseWorkerApps, parseWorkerStatus } from './wor
 import type { HyphaServerSample } from '../../snapshot/hypha';
 import type { WorkerSample } from '../../snapshot/registration';
 import type { SnapshotStore } from '../../snapshot/store';
-import type { ServerIdFacts } from '../../snapshot/restored';
+import type { ServerIdFacts } from '../../snapshot/handover';
 import type { SourceHealth } from '../../snapshot/health';
 import { errorMessage, SourceError } from '../../util/errors';
 import { HealthBook } from '../health-book';
@@ -30,7 +30,7 @@ export interface HyphaSourceOptions {
 }
 
 /** What a Hypha source hands the source a reload restarts it as: its health, counters, workers and server-id facts. */
-export interface HyphaHandoff {
+export interface HyphaHandover {
   health: SourceHealth;
   reconnectsTotal: number;
   malformedTotal: number;
@@ -38,10 +38,10 @@ export interface HyphaHandoff {
   serverIds: ServerIdFacts;
 }
 
-/** What a Hypha source continues from: its predecessor's hand-over (a reload), or the facts saved before a restart. */
+/** What a Hypha source starts from: its predecessor's handover (a reload), or the restart handover (the facts saved before a restart). */
 export interface HyphaSourceStart {
-  previous?: HyphaHandoff;
-  restoredServerIds?: ServerIdFacts;
+  handover?: HyphaHandover;
+  restart?: { serverIds?: ServerIdFacts };
 }
 
 /** The workspaces to list each cycle, given the connection's own (the mappings decide; see setListing). */
@@ -53,7 +53,7 @@ export type WorkspacesToList = (connectionWorkspace: string) => readonly string[
  * between, and the BioEngine workers asked on their own, slower cycle. It publishes what it read
  * (Snapshot.hypha) and judges nothing: the registration stage joins it with the Ray part.
  */
-export class HyphaSource implements Source<HyphaHandoff> {
+export class HyphaSource implements Source<HyphaHandover> {
   readonly kind = HYPHA_SOURCE_KIND;
   readonly #client: HyphaClient;
   readonly #poller: Poller;
@@ -70,25 +70,25 @@ export class HyphaSource implements Source<HyphaHandoff> {
   #workers: WorkerSample[] = [];
   #workspacesToList: WorkspacesToList = (ws) => [ws];
   #stopped = false;
-  /** Counts of a predecessor this source replaced (a reload): the counters continue. */
-  #inherited = { reconnects: 0, malformed: 0 };
+  /** Counts the predecessor this source replaced (a reload) handed over: the counters go on from them. */
+  #handedOver = { reconnects: 0, malformed: 0 };
   readonly #serverIds: ServerIdWatch;
 
   constructor(
     private readonly opts: HyphaSourceOptions,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
-    { previous, restoredServerIds }: HyphaSourceStart = {},
+    { handover, restart }: HyphaSourceStart = {},
   ) {
     // A source restarted by a reload continues its predecessor's health and counters: a reload is not an outage.
     this.#health = new HealthBook({
-      kind: HYPHA_SOURCE_KIND, target: opts.server.name, intervalSeconds: opts.registration.intervalMs / 1000, previous: previous?.health,
+      kind: HYPHA_SOURCE_KIND, target: opts.server.name, intervalSeconds: opts.registration.intervalMs / 1000, handover: handover?.health,
       log, label: 'hypha', fields: { hypha: opts.server.name }, credential: opts.server.token,
     });
-    this.#serverIds = new ServerIdWatch(previous?.serverIds ?? restoredServerIds);
-    if (previous) {
-      this.#workers = previous.workers;
-      this.#inherited = { reconnects: previous.reconnectsTotal, malformed: previous.malformedTotal };
+    this.#serverIds = new ServerIdWatch(handover?.serverIds ?? restart?.serverIds);
+    if (handover) {
+      this.#workers = handover.workers;
+      this.#handedOver = { reconnects: handover.reconnectsTotal, malformed: handover.malformedTotal };
     }
     this.#client = new HyphaClient({
       serverUrl: opts.server.serverUrl,
@@ -139,11 +139,11 @@ export class HyphaSource implements Source<HyphaHandoff> {
     this.store.removeHyphaServer(this.target);
   }
 
-  handoff(): HyphaHandoff {
+  handover(): HyphaHandover {
     return {
       health: this.#health.health,
-      reconnectsTotal: this.#client.reconnects + this.#inherited.reconnects,
-      malformedTotal: this.#client.malformedTotal + this.#inherited.malformed,
+      reconnectsTotal: this.#client.reconnects + this.#handedOver.reconnects,
+      malformedTotal: this.#client.malformedTotal + this.#handedOver.malformed,
       workers: this.#workers,
       serverIds: this.#serverIds.facts,
     };
@@ -239,7 +239,7 @@ export class HyphaSource implements Source<HyphaHandoff> {
   }
 
   #recordFailure(err: SourceError, started: number | undefined): void {
-    this.#health.failed(sampleReason(err.kind), err.message, started !== undefined ? (performance.now() - started) / 1000 : undefined);
+    this.#health.failed(sampleReason(err.errorClass), err.message, started !== undefined ? (performance.now() - started) / 1000 : undefined);
     this.#publish();
   }
 
@@ -313,7 +313,7 @@ export class HyphaSource implements Source<HyphaHandoff> {
     const sample: HyphaServerSample = {
       target: this.target,
       health: this.#health.health,
-      reconnectsTotal: this.#client.reconnects + this.#inherited.reconnects,
+      reconnectsTotal: this.#client.reconnects + this.#handedOver.reconnects,
       generation: this.#client.generation,
       workspace: conn?.workspace,
       serverId: conn?.info.serverId,
@@ -323,7 +323,7 @@ export class HyphaSource implements Source<HyphaHandoff> {
       connectionsListed: this.#connectionsListed,
       registry: listed ? this.#registry.snapshot() : new Map(),
       workers: this.#workers,
-      malformedTotal: this.#client.malformedTotal + this.#inherited.malformed,
+      malformedTotal: this.#client.malformedTotal + this.#handedOver.malformed,
     };
     this.store.setHyphaServer(sample);
   }

@@ -35,7 +35,7 @@ export interface ParsedServe {
   malformed: string[];
 }
 
-// A malformed entry throws a SourceError of kind schema; the caller skips and counts it.
+// A malformed entry throws a SourceError of class schema; the caller skips and counts it.
 function parseDeployment(name: string, d: unknown): ServeDeployment {
   if (!isRecord(d)) throw new SourceError('schema', `deployment ${name} is not an object`);
   const status = optString(d.status);
@@ -97,7 +97,7 @@ function parseApp(name: string, a: unknown, malformed: string[]): ServeApp {
     try {
       deployments.push(parseDeployment(dn, d));
     } catch (e) {
-      if (!(e instanceof SourceError && e.kind === 'schema')) throw e;
+      if (!(e instanceof SourceError && e.errorClass === 'schema')) throw e;
       malformed.push(`app ${name}: ${e.message}`);
     }
   }
@@ -131,7 +131,7 @@ export function parseServeInstance(body: unknown): ParsedServe {
     try {
       apps.push(parseApp(name, a, malformed));
     } catch (e) {
-      if (!(e instanceof SourceError && e.kind === 'schema')) throw e;
+      if (!(e instanceof SourceError && e.errorClass === 'schema')) throw e;
       malformed.push(e.message);
     }
   }

@@ -1,12 +1,12 @@
 import { fingerprint } from '../fingerprint';
-import type { DesiredSource, SourcePlanner } from '../registry';
-import { RayServeHandoff, RayServeSource } from './source';
+import type { DesiredSource, SourcePlanner } from '../plan';
+import { RayServeHandover, RayServeSource } from './source';
 
-/** One Serve source per configured Ray cluster; one a reload restarts continues its predecessor's hand-over. */
+/** One Serve source per configured Ray cluster; one a reload restarts takes its predecessor's handover. */
 export const planRaySources: SourcePlanner = (cfg, store, log) =>
-  cfg.rayClusters.map((c): DesiredSource<RayServeHandoff> => ({
+  cfg.rayClusters.map((c): DesiredSource<RayServeHandover> => ({
     key: `ray/${c.name}`,
     kind: 'ray',
     fingerprint: fingerprint(c),
-    create: (previous) => new RayServeSource(c, store, log.child({ source: 'ray', target: c.name }), previous),
+    create: (handover) => new RayServeSource(c, store, log.child({ source: 'ray', target: c.name }), handover),
   }));

@@ -15,10 +15,10 @@ const HEALTHZ_MAX_BYTES = 4096;
 const USER_AGENT = `hypha-serve-exporter/${VERSION}`;
 
 /** What a Ray source hands the source a reload restarts it as: what it last published (the cluster aside). */
-export type RayServeHandoff = Omit<RayClusterSample, 'cluster'>;
+export type RayServeHandover = Omit<RayClusterSample, 'cluster'>;
 
 /** Samples one Ray cluster's Serve REST API (and its proxies' /-/healthz) in the background. */
-export class RayServeSource implements Source<RayServeHandoff> {
+export class RayServeSource implements Source<RayServeHandover> {
   readonly kind = 'ray';
   readonly #poller: Poller;
   readonly #book: HealthBook;
@@ -30,20 +30,20 @@ export class RayServeSource implements Source<RayServeHandoff> {
   /** The Serve state last published; a predecessor's (replaced by a reload) until this source's first sample. */
   #state: RayClusterSample['state'];
 
-  /** `previous`: what the source this one replaces handed over (a reload is neither an outage nor a counter reset). */
+  /** `handover`: what the source this one replaces handed over (a reload is neither an outage nor a counter reset). */
   constructor(
     private readonly cfg: RayClusterConfig,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
-    previous?: RayServeHandoff,
+    handover?: RayServeHandover,
   ) {
     this.#book = new HealthBook({
-      kind: 'ray', target: cfg.name, intervalSeconds: cfg.intervalMs / 1000, previous: previous?.health,
+      kind: 'ray', target: cfg.name, intervalSeconds: cfg.intervalMs / 1000, handover: handover?.health,
       log, label: 'ray', fields: { cluster: cfg.name }, credential: cfg.token,
     });
-    this.#state = previous?.state;
-    this.#appsDroppedTotal = previous?.appsDroppedTotal ?? 0;
-    this.#malformedTotal = previous?.malformedTotal ?? 0;
+    this.#state = handover?.state;
+    this.#appsDroppedTotal = handover?.appsDroppedTotal ?? 0;
+    this.#malformedTotal = handover?.malformedTotal ?? 0;
     this.#poller = new Poller(cfg.intervalMs, () => this.#sample(), (e) => this.log.error({ err: errorMessage(e) }, 'ray sampler bug'));
   }
 
@@ -141,7 +141,7 @@ export class RayServeSource implements Source<RayServeHandoff> {
     );
   }
 
-  handoff(): RayServeHandoff {
+  handover(): RayServeHandover {
     return { health: this.#book.health, state: this.#state, appsDroppedTotal: this.#appsDroppedTotal, malformedTotal: this.#malformedTotal };
   }
 

@@ -1,5 +1,5 @@
 import type { CallOutcome } from '../../snapshot/services';
-import type { SourceErrorKind } from '../../util/errors';
+import type { SourceErrorClass } from '../../util/errors';
 
 /**
  * Outcome class of a failed probe, split by what it says about the handle:
@@ -7,9 +7,9 @@ import type { SourceErrorKind } from '../../util/errors';
  * `timeout` and `not_found` may have reached a provider or addressed one that
  * is gone, which is what a stale handle looks like; anything else the far end
  * said is an application `error`, which is not evidence that the handle is stale.
- * A table over every kind, so that the compiler rejects a kind without an outcome.
+ * A table over every class, so that the compiler rejects a class without an outcome.
  */
-const OUTCOMES: Readonly<Record<SourceErrorKind, Exclude<CallOutcome, 'ok'>>> = {
+const OUTCOMES: Readonly<Record<SourceErrorClass, Exclude<CallOutcome, 'ok'>>> = {
   timeout: 'timeout',
   not_found: 'not_found',
   manager_not_found: 'not_found',
@@ -29,6 +29,6 @@ const OUTCOMES: Readonly<Record<SourceErrorKind, Exclude<CallOutcome, 'ok'>>> = 
   other: 'error',
 };
 
-export function outcomeOf(kind: SourceErrorKind): CallOutcome {
-  return OUTCOMES[kind];
+export function outcomeOf(errorClass: SourceErrorClass): CallOutcome {
+  return OUTCOMES[errorClass];
 }

@@ -1,29 +1,29 @@
-import { serverIdKey } from '../../snapshot/restored';
-import type { DesiredSource, SourcePlanner } from '../registry';
+import { serverIdKey } from '../../snapshot/handover';
+import type { DesiredSource, SourcePlanner } from '../plan';
 import { fingerprint } from '../fingerprint';
-import { SERVICE_SOURCE_KIND, WatchedServiceHandoff, WatchedServiceSource } from './source';
+import { SERVICE_SOURCE_KIND, WatchedServiceHandover, WatchedServiceSource } from './source';
 
 /** One background source per watched service, on its Hypha server (default: the first configured). */
-export const planWatchedServices: SourcePlanner = (cfg, store, log, restored) => {
+export const planWatchedServices: SourcePlanner = (cfg, store, log, restart) => {
   const first = cfg.hypha;
   if (!first) return [];
-  return cfg.watchedServices.map((w): DesiredSource<WatchedServiceHandoff> => {
+  return cfg.watchedServices.map((w): DesiredSource<WatchedServiceHandover> => {
     const hypha = cfg.hyphaServers.find((h) => h.name === w.hypha) ?? first;
     const idKey = serverIdKey('service', w.service);
     return {
       key: `service/${w.service}`,
       kind: SERVICE_SOURCE_KIND,
       // A changed connection (token included) or service config restarts the source; the new one
-      // continues the previous one's hand-over (counters, histograms, the witness). One the first
-      // load starts continues the witness and server-id facts saved before an exporter restart.
+      // takes the replaced one's handover (counters, histograms, the witness). One the first load
+      // starts takes the witness and server-id facts of the restart handover (saved before an exporter restart).
       fingerprint: fingerprint({ w, hypha }),
-      create: (previous) =>
+      create: (handover) =>
         new WatchedServiceSource(
           w,
           { name: hypha.name, options: { serverUrl: hypha.serverUrl, workspace: hypha.workspace, token: hypha.token } },
           store,
           log.child({ source: 'hypha_service', target: w.service }),
-          { previous, restored: { witness: restored?.witnesses.get(w.service), serverIds: restored?.serverIds.get(idKey) } },
+          { handover, restart: { witness: restart?.witnesses.get(w.service), serverIds: restart?.serverIds.get(idKey) } },
         ),
       save: (h, into) => {
         if (h.watch.canary) into.witnesses.set(w.service, h.watch.canary);

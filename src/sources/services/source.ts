@@ -1,7 +1,7 @@
 import type { Logger } from '../../util/log';
 import type { HolderConfig, ProbeCall, WatchedServiceConfig } from '../../config/services-schema';
 import type { SnapshotStore } from '../../snapshot/store';
-import type { ServerIdFacts } from '../../snapshot/restored';
+import type { ServerIdFacts } from '../../snapshot/handover';
 import type { SourceHealth } from '../../snapshot/health';
 import { CanaryRecord, HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
 import { errorMessage, SourceError } from '../../util/errors';
@@ -13,7 +13,7 @@ import { ServerIdWatch } from '../hypha/server-id';
 import { Poller, Source } from '../poller';
 import { readHeldClientId } from './holder-field';
 import { outcomeOf } from './outcome';
-import { CycleEvents, HolderReading, HolderSpec, Resolved, WatchHandoff, WatchState } from './state';
+import { CycleEvents, HolderReading, HolderSpec, Resolved, WatchHandover, WatchState } from './state';
 
 /** Where the watched services are looked up: one Hypha server, as the exporter's identity there. */
 export interface WatchedServicesConnection {
@@ -29,17 +29,17 @@ export interface WatchedServicesConnection {
 export const SERVICE_SOURCE_KIND = 'hypha_service' as const;
 
 /** What a watched-service source hands the source a reload restarts it as: health, the watch state, server-id facts. */
-export interface WatchedServiceHandoff {
+export interface WatchedServiceHandover {
   health: SourceHealth;
   /** As published: while down, no probe result or holder reading is current and none is handed over. */
-  watch: WatchHandoff;
+  watch: WatchHandover;
   serverIds: ServerIdFacts;
 }
 
-/** What a watched-service source continues from: its predecessor's hand-over (a reload), or what was saved before a restart. */
+/** What a watched-service source starts from: its predecessor's handover (a reload), or the restart handover (what was saved before a restart). */
 export interface WatchedServiceStart {
-  previous?: WatchedServiceHandoff;
-  restored?: { witness?: CanaryRecord; serverIds?: ServerIdFacts };
+  handover?: WatchedServiceHandover;
+  restart?: { witness?: CanaryRecord; serverIds?: ServerIdFacts };
 }
 
 /** At most this many other live providers are tried when the first fresh call fails. */
@@ -53,15 +53,15 @@ const MAX_FRESH_RETRIES = 3;
  * configured holders report and probe through holders' cached proxies.
  * Everything is bounded by per-call timeouts; nothing here runs on a scrape.
  */
-export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
+export class WatchedServiceSource implements Source<WatchedServiceHandover> {
   readonly kind = SERVICE_SOURCE_KIND;
   readonly #client: HyphaClient;
   readonly #poller: Poller;
   readonly #state: WatchState;
   readonly #book: HealthBook;
   #stopped = false;
-  /** A reload restarted this source: the previous sample stays published until the first own one. */
-  readonly #continued: boolean;
+  /** A reload restarted this source and handed it over: the predecessor's sample stays published until the first own one. */
+  readonly #tookHandover: boolean;
   #lastOutcome: Partial<Record<string, string>> = {};
   #holderErrors = new Map<string, string>();
   /** Start of the current up spell: probe results from before an outage are not republished. */
@@ -75,21 +75,21 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
     private readonly conn: WatchedServicesConnection,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
-    { previous, restored }: WatchedServiceStart = {},
+    { handover, restart }: WatchedServiceStart = {},
   ) {
     // A source restarted by a reload continues its predecessor: health and counters,
     // histograms, and above all the witness (a reload is not evidence that clients recovered).
-    this.#continued = previous !== undefined;
+    this.#tookHandover = handover !== undefined;
     this.#book = new HealthBook({
-      kind: SERVICE_SOURCE_KIND, target: cfg.service, intervalSeconds: cfg.intervalMs / 1000, previous: previous?.health,
+      kind: SERVICE_SOURCE_KIND, target: cfg.service, intervalSeconds: cfg.intervalMs / 1000, handover: handover?.health,
       log, label: 'watched-service', fields: { service: cfg.service, hypha: conn.name }, credential: conn.options.token,
     });
-    if (previous?.health.up) {
-      for (const p of Object.values(previous.watch.lastProbes)) this.#lastOutcome[p.via] = p.outcome;
+    if (handover?.health.up) {
+      for (const p of Object.values(handover.watch.lastProbes)) this.#lastOutcome[p.via] = p.outcome;
     }
-    this.#serverIds = new ServerIdWatch(previous?.serverIds ?? restored?.serverIds);
+    this.#serverIds = new ServerIdWatch(handover?.serverIds ?? restart?.serverIds);
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
-    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, previous?.watch, restored?.witness);
+    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, handover?.watch, restart?.witness);
     this.#client = new HyphaClient({
       ...conn.options,
       callTimeoutMs: cfg.timeoutMs,
@@ -118,7 +118,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
       this.log.info({ service: this.cfg.service, witness: w.fullId, since: w.staleSinceSeconds }, 'continuing the stale canary as the witness');
     }
     this.#client.start();
-    if (!this.#continued) this.#publish();
+    if (!this.#tookHandover) this.#publish();
     this.#poller.start();
   }
 
@@ -132,9 +132,9 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
     this.store.removeService(this.cfg.service);
   }
 
-  handoff(): WatchedServiceHandoff {
+  handover(): WatchedServiceHandover {
     const up = this.#book.up;
-    const watch = this.#state.handoff();
+    const watch = this.#state.handover();
     return {
       health: this.#book.health,
       watch: { ...watch, lastProbes: up ? currentProbes(watch.lastProbes, this.#upSinceSeconds) : {}, holders: up ? watch.holders : [] },
@@ -227,7 +227,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
         ? this.#timed('fresh', probe.method, r.fullId, () => conn.callDirect(r.fullId, probe.method, probe.args, { kwargs: kwargsOf(probe.kwargs), timeoutMs }))
         // The fresh path fails at resolution: that is what a newly started worker would see.
         : Promise.resolve<ProbeResult>({
-          via: 'fresh', method: probe.method, outcome: outcomeOf(resolveError?.kind ?? 'remote'), seconds: resolveSeconds,
+          via: 'fresh', method: probe.method, outcome: outcomeOf(resolveError?.errorClass ?? 'remote'), seconds: resolveSeconds,
           error: resolveError?.message, atSeconds: Date.now() / 1000,
         });
       freshProbe = first.then((p) => this.#retryFresh(conn, probe, p, resolved?.clientId, providers));
@@ -317,7 +317,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
     } catch (e) {
       const seconds = (performance.now() - t0) / 1000;
       const err = fromHypha(e, `${via} ${method}`, this.#secrets());
-      return { via, method, outcome: outcomeOf(err.kind), seconds, target, error: err.message, atSeconds: Date.now() / 1000 };
+      return { via, method, outcome: outcomeOf(err.errorClass), seconds, target, error: err.message, atSeconds: Date.now() / 1000 };
     }
   }
 
@@ -353,7 +353,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
     } catch (e) {
       const err = fromHypha(e, `holder ${h.name}`, this.#secrets());
       return {
-        holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds: (performance.now() - t0) / 1000,
+        holder: h.name, method: p.method, outcome: outcomeOf(err.errorClass), seconds: (performance.now() - t0) / 1000,
         error: `resolving ${p.service}: ${err.message}`, atSeconds: Date.now() / 1000,
       };
     }
@@ -364,13 +364,13 @@ export class WatchedServiceSource implements Source<WatchedServiceHandoff> {
     } catch (e) {
       const err = fromHypha(e, `holder ${h.name} ${p.method}`, this.#secrets());
       const seconds = (performance.now() - t1) / 1000;
-      return { holder: h.name, method: p.method, outcome: outcomeOf(err.kind), seconds, error: err.message, atSeconds: Date.now() / 1000 };
+      return { holder: h.name, method: p.method, outcome: outcomeOf(err.errorClass), seconds, error: err.message, atSeconds: Date.now() / 1000 };
     }
   }
 
   #fail(e: unknown, started: number): void {
     const err = fromHypha(e, 'sample', this.#secrets());
-    this.#book.failed(sampleReason(err.kind), err.message, (performance.now() - started) / 1000);
+    this.#book.failed(sampleReason(err.errorClass), err.message, (performance.now() - started) / 1000);
     this.#publish();
   }
 

@@ -102,8 +102,8 @@ export interface HeldId {
   staleSinceSeconds?: number;
 }
 
-/** What a WatchState continues from when a reload restarts its source (see WatchState.handoff). */
-export interface WatchHandoff {
+/** What a WatchState hands over when a reload restarts its source (see WatchState.handover). */
+export interface WatchHandover {
   /** The last provider set that could be listed. */
   providers?: string[];
   changesTotal: number;
@@ -148,10 +148,10 @@ export class WatchState {
     canary: CanaryOptions,
     probeMethod: string | undefined,
     private readonly holderSpecs: readonly HolderSpec[] = [],
-    /** The previous source's hand-over (a reload): counters, histograms and the witness continue. */
-    seed?: WatchHandoff,
+    /** The replaced source's handover (a reload): counters, histograms and the witness go on. */
+    handover?: WatchHandover,
     /** A witness saved before an exporter restart (--storage.path): the page must not end with the process. */
-    restoredWitness?: Canary,
+    restartWitness?: Canary,
   ) {
     this.#canaryOpts = canary;
     // Zero series for the configured probes so rate() sees the first failure.
@@ -160,26 +160,26 @@ export class WatchState {
     };
     if (probeMethod !== undefined) for (const via of CALL_VIAS) zero(probeMethod, via);
     for (const h of holderSpecs) if (h.probeMethod !== undefined) zero(h.probeMethod, 'holder', h.name);
-    if (seed) this.#continueFrom(seed);
-    else if (restoredWitness && canary.enabled) this.#canary = { ...restoredWitness };
+    if (handover) this.#takeHandover(handover);
+    else if (restartWitness && canary.enabled) this.#canary = { ...restartWitness };
   }
 
-  #continueFrom(seed: WatchHandoff): void {
-    this.#providers = seed.providers;
-    this.#changesTotal = seed.changesTotal;
-    this.#lastChangeSeconds = seed.lastChangeSeconds;
-    this.#reresolvesTotal = seed.reresolvesTotal;
-    Object.assign(this.#releases, seed.releasesTotal);
-    if (this.#canaryOpts.enabled && seed.canary) this.#canary = { ...seed.canary };
-    for (const c of seed.calls) this.#calls.set(key(c.method, c.via, c.outcome, c.holder), c);
-    Object.assign(this.#lastProbes, seed.lastProbes);
-    // Holders a reload removed from the config are not continued.
+  #takeHandover(handover: WatchHandover): void {
+    this.#providers = handover.providers;
+    this.#changesTotal = handover.changesTotal;
+    this.#lastChangeSeconds = handover.lastChangeSeconds;
+    this.#reresolvesTotal = handover.reresolvesTotal;
+    Object.assign(this.#releases, handover.releasesTotal);
+    if (this.#canaryOpts.enabled && handover.canary) this.#canary = { ...handover.canary };
+    for (const c of handover.calls) this.#calls.set(key(c.method, c.via, c.outcome, c.holder), c);
+    Object.assign(this.#lastProbes, handover.lastProbes);
+    // Holders a reload removed from the config are not taken over.
     const names = new Set(this.holderSpecs.map((h) => h.name));
-    for (const h of seed.holders) {
+    for (const h of handover.holders) {
       if (!names.has(h.name)) continue;
       this.#holders.push({ reading: { name: h.name, clientId: h.clientId }, sinceSeconds: h.sinceSeconds, staleSinceSeconds: h.staleSinceSeconds });
     }
-    for (const p of seed.holderProbes) {
+    for (const p of handover.holderProbes) {
       const spec = this.holderSpecs.find((h) => h.name === p.holder);
       if (spec?.probeMethod === p.method) this.#holderProbes.set(p.holder, p);
     }
@@ -189,8 +189,8 @@ export class WatchState {
     return this.#canary;
   }
 
-  /** Everything a successor continues from (see the constructor's seed). */
-  handoff(): WatchHandoff {
+  /** Everything a successor takes over (see the constructor's handover). */
+  handover(): WatchHandover {
     const holders: HeldId[] = [];
     for (const h of this.#holders) {
       const clientId = h.reading.clientId;

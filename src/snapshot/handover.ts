@@ -1,8 +1,8 @@
 import type { RegistrationHistory } from './registration';
 import type { CanaryRecord } from './services';
 
-// What an exporter restart continues from (--storage.path; see persisted.ts). Never part of the
-// snapshot: the exporter gathers it from the sources' hand-overs and the registration stage, and
+// The restart handover: what an exporter restart starts from (--storage.path; see persisted.ts). Never part of the
+// snapshot: the exporter gathers it from the sources' handovers and the registration stage, and
 // passes what it loaded back to them explicitly when it starts.
 
 /** What a Hypha connection saw of the server's id across its rebuilds (src/sources/hypha/server-id.ts). */
@@ -17,8 +17,8 @@ export interface ServerIdFacts {
   replaced: string[];
 }
 
-/** What a restart continues from (absent parts: nothing to continue). */
-export interface Restored {
+/** The restart handover: what a restart starts from (absent parts: nothing handed over). */
+export interface RestartHandover {
   savedSeconds: number;
   /** Stale canaries by watched service id. */
   witnesses: ReadonlyMap<string, CanaryRecord>;
@@ -28,7 +28,7 @@ export interface Restored {
   serverIds: ReadonlyMap<string, ServerIdFacts>;
 }
 
-/** The running exporter's state to save, filled by each source from its hand-over and by the registration stage. */
+/** The running exporter's state to save, filled by each source from its handover and by the registration stage. */
 export interface SavedState {
   /** Each watched service's canary, by service id (the file keeps the stale ones: the witnesses). */
   witnesses: Map<string, CanaryRecord>;
@@ -38,7 +38,7 @@ export interface SavedState {
   registration: ReadonlyArray<{ cluster: string; app: string; history: RegistrationHistory }>;
 }
 
-/** Key of one app's registration history: in Restored and in the registration tracker that continues it. */
+/** Key of one app's registration history: in RestartHandover and in the registration tracker that takes it over. */
 export function registrationKey(cluster: string, app: string): string {
   return `${cluster}\u0000${app}`;
 }

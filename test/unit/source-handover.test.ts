@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PersistedState, STATE_FILE } from '../../src/snapshot/persisted';
-import { serverIdKey } from '../../src/snapshot/restored';
+import { serverIdKey } from '../../src/snapshot/handover';
 import type { SourceHealth } from '../../src/snapshot/types';
 import { exporterWithConfig } from '../helpers/exporter';
 import { startUpstream } from '../helpers/http-upstream';
@@ -9,7 +9,7 @@ import { tmpDir } from '../helpers/tmp';
 import { freePorts } from '../harness/ports';
 
 // A source a reload restarts (its config changed) gets its predecessor's state handed over
-// (Source.handoff -> DesiredSource.create); a source removed by one reload and added back by the
+// (Source.handover -> DesiredSource.create); a source removed by one reload and added back by the
 // next is a new source and starts fresh.
 
 const AM = 'public/artifact-manager';
@@ -21,7 +21,7 @@ async function until(what: string, ok: () => boolean): Promise<void> {
 }
 
 describe('state handed over on a reload', () => {
-  const t = tmpDir('handoff-');
+  const t = tmpDir('handover-');
   afterAll(() => t.cleanup());
 
   it('a Hypha server and a watched service a reload restarts continue their health, witness and server-id facts', async () => {
