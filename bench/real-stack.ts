@@ -76,8 +76,8 @@ async function rayVsExporter(): Promise<string> {
 }
 
 /**
- * One plain GET on a new connection, ms to the last byte. Not a kept-alive one: at 5 s between scrapes, the
- * server's 5 s keep-alive timeout can close it just as it is reused (ECONNRESET on a loaded machine).
+ * One plain GET on a new connection, ms to the last byte. Not a kept-alive one: with seconds between scrapes,
+ * the server's 5 s keep-alive timeout can close it just as it is reused (ECONNRESET on a loaded machine).
  */
 function plainScrape(url: string): Promise<{ ms: number; text: string }> {
   return new Promise((resolve, reject) => {
@@ -119,12 +119,13 @@ interface HyphaProcessFigures {
 }
 
 /**
- * The plain bin (test/harness/exporter-process.ts, no NODE_OPTIONS) at `n` services: `cycles` samples 5 s
- * apart, each followed by a plain scrape; RSS of its one process after an idle pause.
+ * The plain bin (test/harness/exporter-process.ts, no NODE_OPTIONS) at `n` services: `cycles` samples 10 s
+ * apart (at 5 s a loaded machine overlaps the 5,000-service samples), each followed by a plain scrape 6 s
+ * after the Ray request; RSS of its one process after an idle pause.
  */
 async function hyphaProcess(n: number, rayUrl: string, hyphaUrl: string, token: string, rayRequests: () => number, cycles: number): Promise<HyphaProcessFigures> {
   const ex = await spawnExporter({
-    name: `bench-hypha-${n}`, config: hyphaScaleConfig(rayUrl, hyphaUrl, '5s'), baseEnv: plainEnv(), env: { HYPHA_TOKEN: token }, logLevel: 'warn',
+    name: `bench-hypha-${n}`, config: hyphaScaleConfig(rayUrl, hyphaUrl, '10s'), baseEnv: plainEnv(), env: { HYPHA_TOKEN: token }, logLevel: 'warn',
   });
   try {
     const url = `${ex.url}/metrics`;
@@ -135,7 +136,7 @@ async function hyphaProcess(n: number, rayUrl: string, hyphaUrl: string, token: 
       await waitFor('a sample (process)', async () => rayRequests() > seen, 60_000, 100);
       seen = rayRequests();
       // The Ray and Hypha samples of the cycle land in the snapshot, then one scrape as a browser would (plain).
-      await new Promise((r) => setTimeout(r, 2000));
+      await new Promise((r) => setTimeout(r, 6000));
       const { ms, text } = await plainScrape(url);
       figures.scrapeMs.push(ms);
       figures.raySampleMs.push(seconds(text, 'ray'));
@@ -223,7 +224,7 @@ async function hyphaScale(sizes: number[]): Promise<string> {
       + `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores shared with other jobs (figures under load), Node ${process.version}.`,
     'Real Hypha 0.21.137; N services registered in one workspace (several clients, 1,000 each); a Serve payload of N apps × 3 deployments from the benchmarks\' fake Ray (bench/fake-ray.ts); `templates` mapping `{workspace}/*:{app}`.',
     '',
-    'The plain bin (`spawnExporter`, no NODE_OPTIONS; sampling every 5 s), one scrape 2 s after each of 5 samples, RSS of its process 2 s after the last (`ps`: one process, no child). '
+    'The plain bin (`spawnExporter`, no NODE_OPTIONS; sampling every 10 s), one scrape 6 s after each of 5 samples began, RSS of its process 2 s after the last (`ps`: one process, no child). '
       + 'Sample times as the exporter reports them (`hypha_serve_source_sample_duration_seconds`; the two sources sample concurrently), scrape = plain GET to the last byte, ms, p50 / max:',
     '',
     '| services | RSS | Ray sample | Hypha registry sample | first scrape after the sample | cycle + scrape (slower sample + scrape) |',

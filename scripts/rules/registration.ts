@@ -5,7 +5,7 @@ import type { RegistrationState } from '../../src/snapshot/registration';
 import type { MixinConfig } from './config';
 import { alert, Group } from './model';
 import { block, bridge, humanDuration, ID, labels, m, prose, queryOf, registrationGuards } from './promql';
-import { heldFor, proven } from './waits';
+import { pageRules } from './waits';
 
 export const REGISTRATION = {
   notRegistered: 'ray_cluster_app:hypha_serve_app_not_registered:bool',
@@ -80,29 +80,26 @@ export function registrationGroup(c: MixinConfig): Group {
           ${registrationGuards(l).replace(/\n/g, '\n          ')}
         `),
       },
-      {
-        record: R.runningNotRegisteredBridged,
-        comment: `Incident 1's fact per app, over the exporter replicas and bridged: the replicas that know it now, else the last value within ${B}.`,
-        expr: bridge(c, R.runningNotRegistered, ID.app),
-      },
-      {
-        record: R.stuckBridged,
-        comment:
+      ...pageRules(c, {
+        fact: R.runningNotRegistered,
+        factBridged: R.runningNotRegisteredBridged,
+        factComment: `Incident 1's fact per app, over the exporter replicas and bridged: the replicas that know it now, else the last value within ${B}.`,
+        proofMetric: m('hypha_serve_app_registration_stuck'),
+        proofBridged: R.stuckBridged,
+        proofHeld: R.stuckHeld,
+        proofComment:
           'The proof of incident 1, bridged: 1 = the exporter proves the app will not register by itself (a BioEngine ' +
           'deployment it gates on is idle at zero, and only a call through the missing service would wake it).',
-        expr: bridge(c, m('hypha_serve_app_registration_stuck'), ID.app),
-      },
-      ...proven(c, R.stuckBridged, R.stuckHeld, ID.app, waits.proven),
-      {
-        record: R.page,
-        comment:
+        page: R.page,
+        pageComment:
           `HyphaServeAppRunningNotRegistered's condition: 1 = the bridged fact holds and either it has held for ${waits.uncertain} ` +
           `(cause_waits.uncertain: longer than BioEngine's own recovery, its proxy registering from check_health every 10 s after ` +
           `hypha-rpc's reconnect backoff of up to 66 s) or the exporter proved the cause final within the last ${waits.uncertain} ` +
           '(a page that fired on the proof is held while the fact holds until the uncertain wait takes over); 0 = the fact holds ' +
           'without either, or does not hold; absent while unknown for longer than the bridge.',
-        expr: pageExpr(c, R.runningNotRegisteredBridged, waits.proven === '0s' || parseDuration(waits.proven) === 0 ? R.stuckBridged : R.stuckHeld, ID.app, waits.uncertain),
-      },
+        id: ID.app,
+        waits,
+      }),
       {
         record: R.cause,
         comment:
@@ -299,20 +296,3 @@ function formatTotal(wait: string, forDuration: string): string {
   return ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`;
 }
 
-/** The page condition of a per-cause wait (docs/alerts.md "Per-cause wait"), 0/1 while the fact is known. */
-export function pageExpr(c: MixinConfig, fact: string, proof: string, id: readonly string[], uncertain: string): string {
-  const on = labels(c).of(...id);
-  return block(`
-      (
-          ${fact} == 1
-        and on (${on})
-          (
-              ${heldFor(c, fact, id, uncertain)}
-            or on (${on})
-              max_over_time(${proof}[${uncertain}]) == 1
-          )
-      )
-    or on (${on})
-      ${fact} * 0
-  `);
-}

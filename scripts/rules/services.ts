@@ -1,11 +1,9 @@
 // Group hypha-serve-services: incident 2 (a cached proxy bound to a client id that is no longer a
 // provider) and the watched services' probes, latency and churn.
-import { parseDuration } from '../../src/util/duration';
 import type { MixinConfig } from './config';
 import { alert, Group } from './model';
-import { block, bridge, humanDuration, ID, labels, m, prose, queryOf, SERVICE_UP, serviceUpWithin } from './promql';
-import { pageExpr } from './registration';
-import { proven } from './waits';
+import { block, humanDuration, ID, labels, m, prose, queryOf, SERVICE_UP, serviceUpWithin } from './promql';
+import { pageRules } from './waits';
 
 export const SERVICES = {
   cachedStale: 'service_holder:hypha_serve_service_cached_stale:max',
@@ -56,27 +54,24 @@ export function servicesGroup(c: MixinConfig): Group {
           * on (${l.of('instance', 'service')}) group_left () ${SERVICE_UP}
         `),
       },
-      {
-        record: S.cachedStaleBridged,
-        comment: `Incident 2's fact per (service, holder), over the exporter replicas and bridged (the last value within ${B} in a gap).`,
-        expr: bridge(c, S.cachedStale, ID.holder),
-      },
-      {
-        record: S.serverGoneBridged,
-        comment:
+      ...pageRules(c, {
+        fact: S.cachedStale,
+        factBridged: S.cachedStaleBridged,
+        factComment: `Incident 2's fact per (service, holder), over the exporter replicas and bridged (the last value within ${B} in a gap).`,
+        proofMetric: m('hypha_serve_service_cached_server_gone'),
+        proofBridged: S.serverGoneBridged,
+        proofHeld: S.serverGoneHeld,
+        proofComment:
           'The proof of incident 2, bridged: 1 = the stale id is a Hypha server id the server replaced when it came back under ' +
           'another id (hypha store.py), so it never returns.',
-        expr: bridge(c, m('hypha_serve_service_cached_server_gone'), ID.holder),
-      },
-      ...proven(c, S.serverGoneBridged, S.serverGoneHeld, ID.holder, waits.proven),
-      {
-        record: S.page,
-        comment:
+        page: S.page,
+        pageComment:
           `HyphaServiceCachedProxyStale's condition: 1 = the bridged fact holds and either it has held for ${waits.uncertain} ` +
           `(cause_waits.uncertain) or the stale id was proven gone within the last ${waits.uncertain}; 0 = the fact holds without ` +
           'either, or does not hold; absent while unknown for longer than the bridge.',
-        expr: pageExpr(c, S.cachedStaleBridged, (parseDuration(waits.proven) ?? 0) === 0 ? S.serverGoneBridged : S.serverGoneHeld, ID.holder, waits.uncertain),
-      },
+        id: ID.holder,
+        waits,
+      }),
       {
         record: S.context,
         comment:

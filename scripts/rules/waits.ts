@@ -2,7 +2,7 @@
 import { parseDuration } from '../../src/util/duration';
 import type { MixinConfig } from './config';
 import type { RecordingRule } from './model';
-import { block, labels } from './promql';
+import { block, bridge, labels } from './promql';
 
 const isZero = (d: string) => (parseDuration(d) ?? 0) === 0;
 
@@ -34,4 +34,46 @@ export function proven(c: MixinConfig, proof: string, name: string, id: readonly
         ${proof} * 0
     `),
   }];
+}
+
+/** The page condition of a per-cause wait (docs/alerts.md "Per-cause wait"), 0/1 while the fact is known. */
+export function pageExpr(c: MixinConfig, fact: string, proof: string, id: readonly string[], uncertain: string): string {
+  const on = labels(c).of(...id);
+  return block(`
+      (
+          ${fact} == 1
+        and on (${on})
+          (
+              ${heldFor(c, fact, id, uncertain)}
+            or on (${on})
+              max_over_time(${proof}[${uncertain}]) == 1
+          )
+      )
+    or on (${on})
+      ${fact} * 0
+  `);
+}
+
+/** A page condition's four records: the fact and its proof bridged, the proof held for its wait (if above 0s), the page. */
+export interface PageSpec {
+  fact: string;
+  factBridged: string;
+  factComment: string;
+  proofMetric: string;
+  proofBridged: string;
+  proofHeld: string;
+  proofComment: string;
+  page: string;
+  pageComment: string;
+  id: readonly string[];
+  waits: { proven: string; uncertain: string };
+}
+
+export function pageRules(c: MixinConfig, s: PageSpec): RecordingRule[] {
+  return [
+    { record: s.factBridged, comment: s.factComment, expr: bridge(c, s.fact, s.id) },
+    { record: s.proofBridged, comment: s.proofComment, expr: bridge(c, s.proofMetric, s.id) },
+    ...proven(c, s.proofBridged, s.proofHeld, s.id, s.waits.proven),
+    { record: s.page, comment: s.pageComment, expr: pageExpr(c, s.factBridged, isZero(s.waits.proven) ? s.proofBridged : s.proofHeld, s.id, s.waits.uncertain) },
+  ];
 }

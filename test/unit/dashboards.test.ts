@@ -14,65 +14,14 @@ import { DATASOURCE_UID, RUNBOOK_BASE } from '../../dashboards/lib/conventions';
 import { allPanels, dashboardQueries, substitute, variables } from '../../dashboards/lib/inventory';
 import { LintContext, lintDashboard, markdownAnchors } from '../../dashboards/lib/lint';
 import { loadRules } from '../helpers/rule-metrics';
+import { FAMILIES } from '../../src/metrics/families';
 
 jest.setTimeout(60_000);
 
 const ROOT = repoRoot();
 
-/** Every exporter metric of contract v0.2 (/work/contract-v0.2.md, METRICS.md), histograms by their series. */
-const CONTRACT_METRICS = [
-  'hypha_serve_exporter_build_info',
-  'hypha_serve_exporter_config_last_reload_successful',
-  'hypha_serve_exporter_config_last_reload_success_timestamp_seconds',
-  'hypha_serve_source_up',
-  'hypha_serve_source_last_success_timestamp_seconds',
-  'hypha_serve_source_sample_age_seconds',
-  'hypha_serve_source_sample_duration_seconds',
-  'hypha_serve_source_errors_total',
-  'hypha_serve_source_interval_seconds',
-  'hypha_serve_hypha_reconnects_total',
-  'hypha_serve_hypha_connection_generation',
-  // issue 19: the Hypha server's id and whether it came back under another one.
-  'hypha_serve_hypha_server_info',
-  'hypha_serve_hypha_server_id_changed',
-  'hypha_serve_app_status',
-  'hypha_serve_app_info',
-  'hypha_serve_app_deployed_timestamp_seconds',
-  'hypha_serve_app_message_present',
-  'hypha_serve_deployment_status',
-  'hypha_serve_deployment_replicas',
-  'hypha_serve_deployment_target_replicas',
-  'hypha_serve_deployment_min_replicas',
-  'hypha_serve_deployment_max_replicas',
-  'hypha_serve_deployment_scaled_to_zero',
-  'hypha_serve_deployment_autoscaling',
-  'hypha_serve_proxy_ready',
-  'hypha_serve_proxy_head',
-  'hypha_serve_proxy_status',
-  'hypha_serve_cluster_apps_dropped_total',
-  'hypha_serve_cluster_malformed_entries_total',
-  'hypha_serve_app_registered',
-  'hypha_serve_app_registration_state',
-  'hypha_serve_app_unregistered_since_timestamp_seconds',
-  'hypha_serve_app_registration_client_id_mismatch',
-  'hypha_serve_app_registration_client_id_changes_total',
-  'hypha_serve_app_expected_service_info',
-  'hypha_serve_worker_up',
-  'hypha_serve_worker_app_status',
-  'hypha_serve_worker_app_service_registered',
-  'hypha_serve_service_providers',
-  'hypha_serve_service_provider_info',
-  'hypha_serve_service_resolved_info',
-  'hypha_serve_service_cached_info',
-  'hypha_serve_service_cached_stale',
-  'hypha_serve_service_client_id_changes_total',
-  'hypha_serve_service_client_id_last_change_timestamp_seconds',
-  'hypha_serve_service_canary_reresolves_total',
-  'hypha_serve_service_call_duration_seconds_bucket',
-  'hypha_serve_service_call_duration_seconds_count',
-  'hypha_serve_service_call_duration_seconds_sum',
-  'hypha_serve_service_probe_success',
-];
+/** Every exporter metric, from the family table (src/metrics/families.ts), histograms by their series. */
+const CONTRACT_METRICS = FAMILIES.flatMap((f) => (f.type === 'histogram' ? ['_bucket', '_count', '_sum'].map((x) => `${f.name}${x}`) : [f.name]));
 
 function lintContext(): LintContext {
   return {
