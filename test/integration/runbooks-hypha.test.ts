@@ -10,6 +10,8 @@
 // The stuck sampler of SourceStale, a slow artifact manager and one without provider cannot be produced
 // from outside the processes: those runbooks' steps run against the healthy state and show its reading.
 import fs from 'node:fs';
+import path from 'node:path';
+import { STATE_FILE } from '../../src/snapshot/persisted';
 import { workspaceToken } from '../harness/hypha-registrant';
 import { waitFor } from '../harness/proc';
 import { exporterConfig, Stack, startStack } from '../harness/stack';
@@ -118,6 +120,16 @@ describe('runbooks of the exporter, source and Hypha-service alerts, run against
     expect(newId).not.toBe('rb-a');
     await waitFor('server id change and stale canary scraped', async () => (await value('hypha_serve_hypha_server_id_changed')) === '1'
       && (await value(`hypha_serve_service_cached_stale{service="${AM}"}`)) === '1', 120_000, 500);
+    // `check --storage.path` continues the running exporter's witness from its state file, which is written
+    // 2 s after a change (debounced): the step shows STALE once the witness is on disk, as for a reader.
+    await waitFor('stale witness in the state file', async () => {
+      try {
+        const saved = JSON.parse(fs.readFileSync(path.join(stack.exporterStoragePath, STATE_FILE), 'utf8')) as { witnesses?: Record<string, unknown> };
+        return saved.witnesses !== undefined && AM in saved.witnesses;
+      } catch {
+        return false;
+      }
+    }, 30_000, 250);
 
     const sid = await runStep('hyphaserveserveridunstable-check', env);
     expect(sid.stdout).toMatch(/STALE/);
