@@ -64,12 +64,13 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Web config (TLS, auth)')
       .description(
-        'Whether the last re-read of --web.config.file succeeded. It is re-read when it or a certificate, key or CA file it ' +
-          'names changes; after a failure the previous certificate and users stay in effect.',
+        'Whether the last re-read of --web.config.file succeeded ("not used" without one). It is re-read when it or a ' +
+          'certificate, key or CA file it names changes; after a failure the previous certificate and users stay in effect.',
       )
-      .withTarget(statQuery('A', `min by (instance) (hypha_serve_exporter_web_config_last_reload_successful{${X}})`, '{{instance}}'))
+      // -1 = the exporter runs without --web.config.file (the families are absent then).
+      .withTarget(statQuery('A', `min by (instance) (hypha_serve_exporter_web_config_last_reload_successful{${X}}) or on (instance) (max by (instance) (hypha_serve_exporter_build_info{${X}}) * 0 - 1)`, '{{instance}}'))
       .unit('none')
-      .mappings([valueMap([[0, 'FAILED', 'red'], [1, 'OK', 'green']])])
+      .mappings([valueMap([[-1, 'not used', 'text'], [0, 'FAILED', 'red'], [1, 'OK', 'green']])])
       .thresholds(thresholds('red', [[1, 'green']]))
       .colorMode(BigValueColorMode.Background)
       .links(runbookLinks('HyphaServeExporterWebConfigReloadFailed'))
