@@ -63,7 +63,7 @@ export async function scrapeDuringHang(scrapes: number): Promise<{ p50: number; 
     }
     xs.sort((a, b) => a - b);
     const text = await h.scrape();
-    const up = String(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'bench' }) ?? '?');
+    const up = String(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'bench' }) ?? '?');
     void inFlight;
     return { p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: xs[xs.length - 1], sourceUp: up };
   });

@@ -15,7 +15,7 @@ const INTERVAL_S = 15;
 /** What the exporter serves for n apps in the state of the incident, with explicit zeros as it does. */
 function exposition(n: number): string {
   const out: string[] = [];
-  out.push(`hypha_serve_source_up{source="ray",target="kth"} 1`, `hypha_serve_source_up{source="hypha",target="main"} 1`);
+  out.push(`hypha_serve_source_up{source="ray",ray_cluster="kth"} 1`, `hypha_serve_source_up{source="hypha",hypha="main"} 1`);
   out.push(`hypha_serve_worker_up{hypha="main",worker="bioimage-io/w-kth"} 1`);
   const states = ['registered', 'not_running', 'missing_scaled_to_zero', 'missing_never_registered', 'missing_crashed', 'missing_after_reconnect', 'missing_history_unknown', 'missing_other'];
   const statuses = ['DEPLOYING', 'DEPLOY_FAILED', 'RUNNING', 'UNHEALTHY', 'DELETING', 'NOT_STARTED'];
@@ -50,6 +50,8 @@ export interface RulesCost {
   groups: GroupCost[];
   queriesPerEval: number;
   rulesTotal: number;
+  /** The costliest rules of the last evaluation (Prometheus' per-rule evaluationTime). */
+  slowest: { group: string; rule: string; seconds: number }[];
 }
 
 function metricValues(text: string, name: string): { labels: string; value: number }[] {
@@ -62,17 +64,18 @@ function metricValues(text: string, name: string): { labels: string; value: numb
   return out;
 }
 
-export async function rulesCost(apps: number, samples = 8): Promise<RulesCost> {
+const shippedRuleFiles = () => ['recording.yml', 'alerts.yml'].map((f) => path.join(repoRoot(), 'rules', f));
+
+export async function rulesCost(apps: number, samples = 8, ruleFiles = shippedRuleFiles()): Promise<RulesCost> {
   const body = exposition(apps);
   const srv = http.createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(body);
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
   const port = (srv.address() as AddressInfo).port;
-  const root = repoRoot();
   const prom = await startPrometheus({
     scrapeTargets: [{ job: JOB, targets: [`127.0.0.1:${port}`], scrapeTimeout: '10s' }],
-    ruleFiles: [path.join(root, 'rules', 'recording.yml'), path.join(root, 'rules', 'alerts.yml')],
+    ruleFiles,
     scrapeInterval: `${INTERVAL_S}s`,
     evaluationInterval: `${INTERVAL_S}s`,
     startTimeoutMs: 120_000,
@@ -104,8 +107,14 @@ export async function rulesCost(apps: number, samples = 8): Promise<RulesCost> {
     // per sample) are not among them (they go through the API, counted too: subtract them).
     const evals = samples - 1;
     const queriesPerEval = (queriesAt[queriesAt.length - 1] - queriesAt[0]) / evals;
+    const api = (await (await fetch(`${prom.url}/api/v1/rules`)).json()) as {
+      data: { groups: { name: string; rules: { name: string; evaluationTime: number }[] }[] };
+    };
+    const slowest = api.data.groups.flatMap((g) => g.rules.map((r) => ({ group: g.name, rule: r.name, seconds: r.evaluationTime })))
+      .sort((a, b) => b.seconds - a.seconds).slice(0, 5);
     return {
       apps,
+      slowest,
       series: body.split('\n').length - 1,
       paging: await paging(),
       groups: [...durations.entries()].map(([group, xs]) => ({ group, rules: ruleCounts.get(group) ?? 0, durationMedianS: median(xs), durationMaxS: Math.max(...xs) })),
@@ -139,5 +148,7 @@ export function rulesCostText(runs: RulesCost[]): string {
   }
   lines.push('', '| apps | rules | queries per evaluation | of them template queries (≈) |', '|---|---|---|---|');
   for (const r of runs) lines.push(`| ${r.apps.toLocaleString('en')} | ${r.rulesTotal} | ${r.queriesPerEval.toFixed(0)} | ${Math.max(0, r.queriesPerEval - r.rulesTotal - 1).toFixed(0)} |`);
+  lines.push('', '| apps | costliest rules (last evaluation) |', '|---|---|');
+  for (const r of runs) lines.push(`| ${r.apps.toLocaleString('en')} | ${r.slowest.map((x) => `\`${x.rule}\` ${(x.seconds * 1000).toFixed(0)} ms`).join(', ')} |`);
   return lines.join('\n');
 }

@@ -103,7 +103,7 @@ function nowRow(d: DashboardBuilder): void {
       .withTarget(
         statQuery(
           'A',
-          `count(\n  (hypha_serve_source_sample_age_seconds{${X}} > 3 * hypha_serve_source_interval_seconds{${X}} + 60)\n  and on (job, instance, source, target) (hypha_serve_source_up{${X}} == 1)\n) or vector(0)`,
+          `count(\n  (hypha_serve_source_sample_age_seconds{${X}} > 3 * hypha_serve_source_interval_seconds{${X}} + 60)\n  and on (job, instance, source, ray_cluster, hypha, service) (hypha_serve_source_up{${X}} == 1)\n) or vector(0)`,
         ),
       )
       .unit('short')
@@ -118,7 +118,7 @@ function nowRow(d: DashboardBuilder): void {
     statPanel()
       .title('Hypha connection generation')
       .description('How many times the exporter has (re)connected to each Hypha server since it started; it rises by one per reconnect.')
-      .withTarget(statQuery('A', `max by (target) (hypha_serve_hypha_connection_generation{${X}})`, '{{target}}'))
+      .withTarget(statQuery('A', `max by (hypha) (hypha_serve_hypha_connection_generation{${X}})`, '{{hypha}}'))
       .unit('short')
       .decimals(0)
       .thresholds(thresholds('text'))
@@ -134,7 +134,7 @@ function sourcesRow(d: DashboardBuilder): void {
     stateTimelinePanel(UP_DOWN)
       .title('Source up per upstream')
       .description('Whether each sample of each upstream succeeded. While DOWN, that upstream\'s series are absent (never stale).')
-      .withTarget(rangeQuery('A', `min by (source, target) (hypha_serve_source_up{${X}})`, '{{source}} {{target}}'))
+      .withTarget(rangeQuery('A', `min by (source, ray_cluster, hypha, service) (hypha_serve_source_up{${X}})`, '{{source}} {{ray_cluster}}{{hypha}} {{service}}'))
       .links(runbookLinks('HyphaServeSourceDown'))
       .height(6)
       .span(24),
@@ -148,8 +148,8 @@ function sourcesRow(d: DashboardBuilder): void {
           'It grows without bound while the upstream is down, and also while source_up stays 1 if the sampler is stuck: ' +
           'HyphaServeSourceStale fires above 3 × interval + 60 s.',
       )
-      .withTarget(rangeQuery('A', `max by (instance, source, target) (hypha_serve_source_sample_age_seconds{${X}})`, '{{source}} {{target}} age ({{instance}})'))
-      .withTarget(rangeQuery('B', `max by (instance, source, target) (hypha_serve_source_interval_seconds{${X}})`, '{{source}} {{target}} interval ({{instance}})'))
+      .withTarget(rangeQuery('A', `max by (instance, source, ray_cluster, hypha, service) (hypha_serve_source_sample_age_seconds{${X}})`, '{{source}} {{ray_cluster}}{{hypha}} {{service}} age ({{instance}})'))
+      .withTarget(rangeQuery('B', `max by (instance, source, ray_cluster, hypha, service) (hypha_serve_source_interval_seconds{${X}})`, '{{source}} {{ray_cluster}}{{hypha}} {{service}} interval ({{instance}})'))
       .unit('s')
       .min(0)
       .links(runbookLinks('HyphaServeSourceStale'))
@@ -160,7 +160,7 @@ function sourcesRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Sample duration')
       .description('Duration of the last sample attempt per upstream; attempts are cut at the configured timeout.')
-      .withTarget(rangeQuery('A', `max by (source, target) (hypha_serve_source_sample_duration_seconds{${X}})`, '{{source}} {{target}}'))
+      .withTarget(rangeQuery('A', `max by (source, ray_cluster, hypha, service) (hypha_serve_source_sample_duration_seconds{${X}})`, '{{source}} {{ray_cluster}}{{hypha}} {{service}}'))
       .unit('s')
       .min(0)
       .height(8)
@@ -173,7 +173,7 @@ function sourcesRow(d: DashboardBuilder): void {
         'Failed samples per rate interval by upstream and reason (timeout, connect, http_status, too_large, bad_json, schema, auth, auth_secret_changed, rpc, other). ' +
           'Empty while healthy: only reasons that occurred are drawn.',
       )
-      .withTarget(rangeQuery('A', `sum by (source, target, reason) (increase(hypha_serve_source_errors_total{${X}}[$__rate_interval])) > 0`, '{{source}} {{target}}: {{reason}}'))
+      .withTarget(rangeQuery('A', `sum by (source, ray_cluster, hypha, service, reason) (increase(hypha_serve_source_errors_total{${X}}[$__rate_interval])) > 0`, '{{source}} {{ray_cluster}}{{hypha}} {{service}}: {{reason}}'))
       .unit('short')
       .min(0)
       .links(runbookLinks('HyphaServeSourceDown'))
@@ -184,7 +184,7 @@ function sourcesRow(d: DashboardBuilder): void {
     timeseriesPanel()
       .title('Hypha reconnects')
       .description('Reconnections of the exporter\'s Hypha client per rate interval. A steady trickle means the connection keeps dropping.')
-      .withTarget(rangeQuery('A', `sum by (target) (increase(hypha_serve_hypha_reconnects_total{${X}}[$__rate_interval]))`, '{{target}}'))
+      .withTarget(rangeQuery('A', `sum by (hypha) (increase(hypha_serve_hypha_reconnects_total{${X}}[$__rate_interval]))`, '{{hypha}}'))
       .unit('short')
       .min(0)
       .height(8)

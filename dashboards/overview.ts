@@ -136,11 +136,11 @@ function summaryRow(d: DashboardBuilder): void {
   d.withPanel(
     sourceUpPanel(
       'Upstream sources',
-      'Whether the exporter could sample each upstream on its last attempt: source ray (target: the Ray cluster), hypha ' +
-        '(the Hypha registry connection) and hypha_service (a watched service). While one is down, only the series derived ' +
+      'Whether the exporter could sample each upstream on its last attempt: source ray (label ray_cluster), hypha ' +
+        '(the Hypha registry connection, label hypha) and hypha_service (a watched service, labels service and hypha). While one is down, only the series derived ' +
         'from it are absent, and the panels built on them are blank rather than wrong.',
-      `min by (source, target) (hypha_serve_source_up{${sel()}})`,
-      '{{source}} {{target}}',
+      `min by (source, ray_cluster, hypha, service) (hypha_serve_source_up{${sel()}})`,
+      '{{source}} {{ray_cluster}}{{hypha}} {{service}}',
     ),
   );
   d.withPanel(

@@ -17,8 +17,8 @@ import { datasourceVariable, holderVariable, instanceVariable, jobVariable, serv
 export const UID = 'hypha-serve-service-identity';
 
 const SVC = sel(['service']);
-/** The watched services' own source health: source kind hypha_service, target = the service id. */
-const WATCHED_SOURCE = sel([], 'source="hypha_service"', 'target=~"$service"');
+/** The watched services' own source health: source kind hypha_service, labelled with the service id. */
+const WATCHED_SOURCE = sel([], 'source="hypha_service"', 'service=~"$service"');
 const CALLS = 'hypha_serve_service_call_duration_seconds';
 
 /** Presence timelines: one row per client id, a bar while that id is current. */
@@ -32,10 +32,10 @@ function nowRow(d: DashboardBuilder): void {
     sourceUpPanel(
       'Watched service source',
       'Whether the exporter could sample each watched service on its last attempt (hypha_serve_source_up{source="hypha_service"}, ' +
-        'target = the service id). While DOWN, that service\'s series are absent and its alerts are silent; other services and ' +
+        'labelled service, and hypha = the server it is watched on). While DOWN, that service\'s series are absent and its alerts are silent; other services and ' +
         'the registration checks are not affected.',
-      `min by (target) (hypha_serve_source_up{${WATCHED_SOURCE}})`,
-      '{{target}}',
+      `min by (service) (hypha_serve_source_up{${WATCHED_SOURCE}})`,
+      '{{service}}',
     ),
   );
   d.withPanel(
@@ -211,7 +211,7 @@ function serverIdRow(d: DashboardBuilder): void {
           'Its built-in services, the artifact manager among them, are provided by client <server_id>: a new row after a restart ' +
           'is a new client id for all of them.',
       )
-      .withTarget(rangeQuery('A', `max by (target, server_id) (hypha_serve_hypha_server_info{${sel([])}})`, '{{target}}: {{server_id}}'))
+      .withTarget(rangeQuery('A', `max by (hypha, server_id) (hypha_serve_hypha_server_info{${sel([])}})`, '{{hypha}}: {{server_id}}'))
       .showValue(VisibilityMode.Never)
       .links(runbookLinks('HyphaServeServerIdUnstable'))
       .height(6)
@@ -225,7 +225,7 @@ function serverIdRow(d: DashboardBuilder): void {
           'HYPHA_SERVER_ID): every restart strands proxies cached to its built-in services (incident 2). HyphaServeServerIdUnstable ' +
           'opens a ticket after 1 minute. Empty while healthy until the exporter has seen a comeback.',
       )
-      .withTarget(rangeQuery('A', `max by (target) (hypha_serve_hypha_server_id_changed{${sel([])}})`, '{{target}}'))
+      .withTarget(rangeQuery('A', `max by (hypha) (hypha_serve_hypha_server_id_changed{${sel([])}})`, '{{hypha}}'))
       .links(runbookLinks('HyphaServeServerIdUnstable'))
       .height(6)
       .span(12),

@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     let seen = 0;
     setInterval(() => {
       for (const p of s.receiver.pages.slice(seen)) {
-        for (const a of p.alerts) step(`PAGE ${p.path} ${a.status.toUpperCase()} ${a.labels.alertname} ${a.labels.app ?? a.labels.service ?? a.labels.target ?? ''} ${a.annotations.cause ? `cause=${a.annotations.cause}` : ''}`);
+        for (const a of p.alerts) step(`PAGE ${p.path} ${a.status.toUpperCase()} ${a.labels.alertname} ${a.labels.app ?? a.labels.service ?? a.labels.ray_cluster ?? a.labels.hypha ?? ''} ${a.annotations.cause ? `cause=${a.annotations.cause}` : ''}`);
       }
       seen = s.receiver.pages.length;
     }, 1000).unref();

@@ -13,7 +13,7 @@
 //   gap therefore neither resets a page nor starts one.
 // - No rule reads ALERTS or ALERTS_FOR_STATE: a fired page is held by the proof's own
 //   max_over_time (waits.ts), which every engine evaluates alike.
-// - A source that is down hides only what derives from it: joins on its own target.
+// - A source that is down hides only what derives from it: joins on the label that names its upstream.
 // - Annotations make at most one query each, mostly of a recorded context series.
 import { Document, isMap, isScalar, isSeq, Scalar, YAMLMap } from 'yaml';
 import type { MixinConfig } from './rules/config';

@@ -36,7 +36,7 @@ const faults: Fault[] = [
     name: 'Hypha down 40 s',
     inject: async (s) => { await s.hypha.stopServer(); await new Promise((r) => setTimeout(r, 40_000)); await s.hypha.startServer(); },
     expect: 'hypha source up again',
-    check: async (s) => (await metric(s, 'hypha_serve_source_up', { source: 'hypha', target: 'public/artifact-manager' })) === 1,
+    check: async (s) => (await metric(s, 'hypha_serve_source_up', { source: 'hypha', hypha: 'public/artifact-manager' })) === 1,
   },
   {
     name: 'Ray dashboard stopped 30 s',

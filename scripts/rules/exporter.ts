@@ -8,8 +8,8 @@ export const EXPORTER = {
   sourceStale: 'instance_source:hypha_serve_source_sample_age_seconds:stale',
 } as const;
 
-/** The label a source's derived series carry, by source kind: what HyphaServeSourceDown adds for inhibition. */
-const DERIVED_LABEL = { ray: 'ray_cluster', hypha: 'hypha', hypha_service: 'service' } as const;
+/** An upstream's name in alert text, from the label that names it (a watched service with its Hypha server). */
+const UPSTREAM = '{{ with $labels.service }}{{ . }}{{ with $labels.hypha }} on {{ . }}{{ end }}{{ else }}{{ $labels.ray_cluster }}{{ $labels.hypha }}{{ end }}';
 
 export function exporterGroup(c: MixinConfig): Group {
   const E = EXPORTER;
@@ -17,8 +17,6 @@ export function exporterGroup(c: MixinConfig): Group {
   const B = c.bridge;
   const human = (n: Parameters<typeof alert>[1]) => humanDuration(c.alerts[n].for);
   const src = l.of(...ID.source);
-  const upBySource = Object.entries(DERIVED_LABEL).map(([source, label]) =>
-    `label_replace(max by (${src}) (last_over_time(${m('hypha_serve_source_up')}{source="${source}"}[${B}])), "${label}", "$1", "target", "(.*)")`);
   return {
     name: 'hypha-serve-exporter',
     rules: [
@@ -26,11 +24,9 @@ export function exporterGroup(c: MixinConfig): Group {
         record: E.sourceUp,
         comment:
           `Per upstream, over the exporter replicas: 1 = a replica sampled it successfully (its last value within ${B}), 0 = ` +
-          'none could; with the label its derived series carry (ray_cluster, hypha or service), so Alertmanager inhibits ' +
-          'exactly those.',
-        expr: block(`
-            ${upBySource.join('\n          or\n            ')}
-        `),
+          'none could; an upstream is named by the label its derived series carry (ray_cluster, hypha or service, with the ' +
+          'hypha of a watched service), so Alertmanager inhibits exactly those.',
+        expr: `max by (${src}) (last_over_time(${m('hypha_serve_source_up')}[${B}]))\n`,
       },
       alert(c, 'HyphaServeSourceDown', {
         comment: 'A fact about the upstream: fires when no replica can sample it. One successful sample clears it.',
@@ -39,7 +35,7 @@ export function exporterGroup(c: MixinConfig): Group {
           summary: 'The exporter cannot sample one of its upstreams.',
           description: prose(`
             No hypha-serve-exporter replica of job {{ $labels.job }} has sampled {{ $labels.source }} source
-            {{ $labels.target }} successfully for ${human('HyphaServeSourceDown')} (failures by reason over the last 10
+            ${UPSTREAM} successfully for ${human('HyphaServeSourceDown')} (failures by reason over the last 10
             minutes:
             {{ $auth := false }}{{ range $i, $s := ${queryOf(c, m('hypha_serve_source_errors_total'), ID.source, { wrap: (s) => `max by (reason) (increase(${s}[10m])) > 0` })} | sortByLabel "reason" }}{{ if $i }}, {{ end }}{{ $s.Labels.reason }} {{ printf "%.0f" $s.Value }}{{ if eq $s.Labels.reason "auth_secret_changed" }}{{ $auth = true }}{{ end }}{{ else }}none recorded{{ end }}).
             Alerts derived from this source cannot fire until it is back; their last known state was held for
@@ -69,7 +65,7 @@ export function exporterGroup(c: MixinConfig): Group {
         annotations: {
           summary: 'The exporter serves an upstream\'s data without sampling it anew.',
           description: prose(`
-            hypha-serve-exporter {{ $labels.instance }} reports {{ $labels.source }} source {{ $labels.target }} as up, but
+            hypha-serve-exporter {{ $labels.instance }} reports {{ $labels.source }} source ${UPSTREAM} as up, but
             its last successful sample is {{ $value | humanizeDuration }} old, more than 3 sampling intervals
             {{- with ${queryOf(c, m('hypha_serve_source_interval_seconds'), ['instance', ...ID.source])} }} ({{ . | first | value | humanizeDuration }} each){{ end }}
             plus a minute. Its sampler is stuck: every series derived from this source is frozen at that sample, and no

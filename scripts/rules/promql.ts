@@ -62,7 +62,8 @@ export const ID = {
   holder: ['service', 'holder'],
   service: ['service'],
   hypha: ['hypha'],
-  source: ['source', 'target'],
+  /** An upstream: the labels that do not apply to its source are absent. */
+  source: ['source', 'ray_cluster', 'hypha', 'service'],
 } as const;
 
 /**
@@ -80,15 +81,16 @@ export function bridge(c: MixinConfig, series: string, id: readonly string[]): s
   `);
 }
 
-// The source guards: a source's own up series, relabelled to the label its derived series join
-// on. `== 1` filters (not multiplies), so a down source makes the derived fact absent (unknown)
-// instead of 0 (a claim that all is well).
-export const RAY_UP = `label_replace(${m('hypha_serve_source_up')}{source="ray"} == 1, "ray_cluster", "$1", "target", "(.*)")`;
-export const HYPHA_UP = `label_replace(${m('hypha_serve_source_up')}{source="hypha"} == 1, "hypha", "$1", "target", "(.*)")`;
-export const SERVICE_UP = `label_replace(${m('hypha_serve_source_up')}{source="hypha_service"} == 1, "service", "$1", "target", "(.*)")`;
+// The source guards: a source's own up series, which names its upstream by the label its derived
+// series join on (ray_cluster, hypha, service). `== 1` filters (not multiplies), so a down source
+// makes the derived fact absent (unknown) instead of 0 (a claim that all is well). In parentheses:
+// `x * on (...) group_left () up == 1` would compare the product (`*` binds tighter than `==`).
+export const RAY_UP = `(${m('hypha_serve_source_up')}{source="ray"} == 1)`;
+export const HYPHA_UP = `(${m('hypha_serve_source_up')}{source="hypha"} == 1)`;
+export const SERVICE_UP = `(${m('hypha_serve_source_up')}{source="hypha_service"} == 1)`;
 /** The watched service's source was up at least once within `range`: a blip does not reset what it guards. */
 export const serviceUpWithin = (range: string) =>
-  `label_replace(max_over_time(${m('hypha_serve_source_up')}{source="hypha_service"}[${range}]) == 1, "service", "$1", "target", "(.*)")`;
+  `(max_over_time(${m('hypha_serve_source_up')}{source="hypha_service"}[${range}]) == 1)`;
 
 /** Both sources an app's registration fact derives from are sampled: its Ray cluster and its Hypha server. */
 export function registrationGuards(l: Labels): string {
@@ -107,7 +109,7 @@ export function noProxyReady(l: Labels): string {
       (sum without (node_id, node_ip) (${m('hypha_serve_proxy_ready')}) == bool 0)
     or
       (
-        max without (source, target) (${RAY_UP})
+        max without (source) ${RAY_UP}
         unless on (${l.of('instance', 'ray_cluster')}) ${m('hypha_serve_proxy_head')}
       )
   `);
@@ -128,7 +130,7 @@ export function indent(text: string, by: number): string {
 export function queryOf(
   c: MixinConfig, series: string, id: readonly (string | readonly [string, string])[], o: { matchers?: string; wrap?: (selector: string) => string } = {},
 ): string {
-  // An id entry [seriesLabel, alertLabel] selects the series' label by the alert's value of another (target = hypha).
+  // An id entry [seriesLabel, alertLabel] selects the series' label by the alert's value of another.
   const pairs = [...c.topology_labels, 'job', ...id].map((n) => (typeof n === 'string' ? [n, n] : n));
   const selector = `${series}{${[...pairs.map(([n]) => `${n}=%q`), ...(o.matchers ? [o.matchers.replace(/"/g, '\\"')] : [])].join(',')}}`;
   return `printf "${o.wrap ? o.wrap(selector) : selector}" ${pairs.map(([, a]) => `$labels.${a}`).join(' ')} | query`;

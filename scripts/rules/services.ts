@@ -2,7 +2,7 @@
 // provider) and the watched services' probes, latency and churn.
 import type { MixinConfig } from './config';
 import { alert, Group } from './model';
-import { block, humanDuration, ID, labels, m, prose, queryOf, SERVICE_UP, serviceUpWithin } from './promql';
+import { block, bridge, humanDuration, ID, labels, m, prose, queryOf, SERVICE_UP, serviceUpWithin } from './promql';
 import { pageRules } from './waits';
 
 export const SERVICES = {
@@ -242,12 +242,8 @@ export function servicesGroup(c: MixinConfig): Group {
         record: S.serverIdChanged,
         comment:
           'Per Hypha server, over the exporter replicas and bridged: 1 = the registry connection saw the server come back ' +
-          'under another server id, 0 = under the same one. The exporter names the server `target`; the pack\'s label is `hypha`.',
-        expr: block(`
-            max by (${l.of('hypha', 'target')}) (label_replace(${m('hypha_serve_hypha_server_id_changed')}, "hypha", "$1", "target", "(.*)"))
-          or
-            max by (${l.of('hypha', 'target')}) (label_replace(last_over_time(${m('hypha_serve_hypha_server_id_changed')}[${B}]), "hypha", "$1", "target", "(.*)"))
-        `),
+          'under another server id, 0 = under the same one.',
+        expr: bridge(c, m('hypha_serve_hypha_server_id_changed'), ID.hypha),
       },
       alert(c, 'HyphaServeServerIdUnstable', {
         comment:
@@ -259,7 +255,7 @@ export function servicesGroup(c: MixinConfig): Group {
           summary: 'The Hypha server has no stable server id: each restart strands cached proxies to its built-in services.',
           description: prose(`
             Hypha server {{ $labels.hypha }} came back under another server id
-            {{- with ${queryOf(c, m('hypha_serve_hypha_server_info'), [['target', 'hypha']], { wrap: (s) => `max by (server_id) (${s})` })} }} ({{ . | first | label "server_id" }} now){{ end }}.
+            {{- with ${queryOf(c, m('hypha_serve_hypha_server_info'), ID.hypha, { wrap: (s) => `max by (server_id) (${s})` })} }} ({{ . | first | label "server_id" }} now){{ end }}.
             Its built-in services, the artifact manager among them, are provided by client <server_id>, so every restart
             like this one strands every proxy that long-lived clients (BioEngine workers) cached to them: their calls hang
             until they re-resolve (incident 2). Start the server with a fixed --server-id (or HYPHA_SERVER_ID); with several

@@ -167,7 +167,7 @@ export type RawWatchedService = z.infer<typeof watchedServiceSchema>;
 
 /** One entry of `hypha:` — a Hypha server that registrations (and, on the first server, the watched services) are looked up on. */
 export const hyphaConnectionSchema = z.strictObject({
-  name: labelName.describe('Hypha server name; the `target` label of its sources.'),
+  name: labelName.describe('Hypha server name; the `hypha` label of its series.'),
   server_url: wsOrHttpUrl.describe('Hypha server URL (http(s):// or ws(s)://…/ws).'),
   workspace: z.string().min(1).optional().describe("Workspace to connect to; must match the token's (default: the token's, or a new anonymous one)."),
   ...credentialRef,

@@ -23,7 +23,8 @@ function referenceService(credential: NonNullable<WatchedServiceSample['health']
     CALL_OUTCOMES.map((outcome) => ({ method, via, ...(holder === undefined ? {} : { holder }), outcome, histogram: emptyHistogram() }));
   const service = 'public/artifact-manager';
   return {
-    service, health: { ...newSourceHealth('hypha_service', service, 30), up: true, lastSuccessSeconds: 1, lastDurationSeconds: 0.1, credential },
+    service,
+    health: { ...newSourceHealth('hypha_service', service, 30, undefined, 'h'), up: true, lastSuccessSeconds: 1, lastDurationSeconds: 0.1, credential },
     providers: ['b'], resolvedClientId: 'b', clientIdChangesTotal: 1, lastChangeSeconds: 1, canaryReresolvesTotal: 0,
     cached: [
       { holder: 'exporter', clientId: 'a', stale: true, staleSinceSeconds: 1, sinceSeconds: 0, serverGone: false },

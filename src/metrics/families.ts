@@ -111,7 +111,12 @@ function stateSet(emit: Emit, base: readonly (string | undefined)[], known: read
   if (!known.includes(value)) emit([...base, value], 1);
 }
 
-const SRC = ['source', 'target'] as const;
+// An upstream is named by the label that names it everywhere else in the contract: `ray_cluster`
+// (source="ray"), `hypha` (source="hypha"), `service` plus its server's `hypha` (source="hypha_service").
+// Labels that do not apply are empty (`hypha=""`: absent, to Prometheus), so every series of a family has
+// the same label names and a guard joins on the derived series' own label.
+const SRC = ['source', 'ray_cluster', 'hypha', 'service'] as const;
+const HYPHA = ['hypha'] as const;
 const SVC = ['service'] as const;
 const APP = ['ray_cluster', 'app'] as const;
 const DEP = ['ray_cluster', 'app', 'deployment'] as const;
@@ -120,6 +125,15 @@ const PROXY = ['ray_cluster', 'node_id', 'node_ip'] as const;
 // derived and can change while the condition holds (a worker restart), so it lives in an _info series.
 const REG = ['ray_cluster', 'app', 'hypha'] as const;
 const WORKER_APP = ['hypha', 'worker', 'ray_cluster', 'app'] as const;
+
+/** The values of SRC for one upstream's health. */
+function srcLabels(h: SourceHealth): string[] {
+  switch (h.source) {
+    case 'ray': return [h.source, h.target, '', ''];
+    case 'hypha': return [h.source, '', h.target, ''];
+    case 'hypha_service': return [h.source, '', h.hypha ?? '', h.target];
+  }
+}
 
 const startSeconds = Math.round(Date.now() / 1000 - process.uptime());
 
@@ -213,16 +227,17 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_source_up', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
     help: '1 when the last sample of the upstream succeeded.',
-    doc: '1 if the last sample of the upstream succeeded: `source="ray"` (`target` = Ray cluster), `"hypha"` (registry connection, '
-      + '`target` = Hypha server name), `"hypha_service"` (a watched service\'s connection, `target` = service id)',
-    sample: ({ h }, emit) => emit([h.source, h.target], h.up ? 1 : 0),
+    doc: '1 if the last sample of the upstream succeeded: `source="ray"` (labelled `ray_cluster`), `"hypha"` (registry connection, '
+      + 'labelled `hypha` = Hypha server name), `"hypha_service"` (a watched service\'s connection, labelled `service` = service id and '
+      + '`hypha` = the server it is watched on); the labels that do not apply to a source are empty (`hypha=""`: absent to Prometheus)',
+    sample: ({ h }, emit) => emit(srcLabels(h), h.up ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_source_last_success_timestamp_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
     help: 'When the upstream was last sampled successfully (Unix seconds).',
     doc: 'time of the last successful sample',
     sample: ({ h }, emit) => {
-      if (h.lastSuccessSeconds !== undefined) emit([h.source, h.target], h.lastSuccessSeconds);
+      if (h.lastSuccessSeconds !== undefined) emit(srcLabels(h), h.lastSuccessSeconds);
     },
   }),
   fam({
@@ -230,7 +245,7 @@ export const FAMILIES = [
     help: 'Age of the data served for the upstream: now minus the last successful sample.',
     doc: 'now − last successful sample',
     sample: ({ h, now }, emit) => {
-      if (h.lastSuccessSeconds !== undefined) emit([h.source, h.target], Math.max(0, now - h.lastSuccessSeconds));
+      if (h.lastSuccessSeconds !== undefined) emit(srcLabels(h), Math.max(0, now - h.lastSuccessSeconds));
     },
   }),
   fam({
@@ -238,7 +253,7 @@ export const FAMILIES = [
     help: 'Duration of the last sample attempt of the upstream.',
     doc: 'duration of the last sample attempt',
     sample: ({ h }, emit) => {
-      if (h.lastDurationSeconds !== undefined) emit([h.source, h.target], h.lastDurationSeconds);
+      if (h.lastDurationSeconds !== undefined) emit(srcLabels(h), h.lastDurationSeconds);
     },
   }),
   fam({
@@ -246,7 +261,7 @@ export const FAMILIES = [
     help: 'Configured sampling interval of the upstream; a sample age far past it while source_up stays 1 is a stuck sampler.',
     doc: 'configured sampling interval (a sample age far past it while `source_up` stays 1 is a stuck sampler)',
     sample: ({ h }, emit) => {
-      if (h.intervalSeconds !== undefined) emit([h.source, h.target], h.intervalSeconds);
+      if (h.intervalSeconds !== undefined) emit(srcLabels(h), h.intervalSeconds);
     },
   }),
   fam({
@@ -256,7 +271,7 @@ export const FAMILIES = [
       + '(`schema` also counts answers with skipped malformed entries; `auth_secret_changed`: Hypha refused, with a signature error, '
       + 'a token it had accepted before — it restarted with a new JWT secret)',
     sample: ({ h }, emit) => {
-      for (const reason of SAMPLE_ERROR_REASONS) emit([h.source, h.target, reason], h.errors[reason]);
+      for (const reason of SAMPLE_ERROR_REASONS) emit([...srcLabels(h), reason], h.errors[reason]);
     },
   }),
   fam({
@@ -265,7 +280,7 @@ export const FAMILIES = [
     doc: 'last successful read of the `bearer_token_file` the upstream\'s source uses (re-read whenever the file changes and after a refusal; '
       + 'never the token); only for sources with a token file',
     sample: ({ h }, emit) => {
-      if (h.credential) emit([h.source, h.target, h.credential.file], h.credential.lastReadSeconds);
+      if (h.credential) emit([...srcLabels(h), h.credential.file], h.credential.lastReadSeconds);
     },
   }),
   fam({
@@ -273,7 +288,7 @@ export const FAMILIES = [
     help: 'Spells in which the token file of the upstream could not be read (missing, unreadable or empty); the last token read is kept.',
     doc: 'spells in which the `bearer_token_file` was missing, unreadable or empty (the last token read stays in use); only for sources with a token file',
     sample: ({ h }, emit) => {
-      if (h.credential) emit([h.source, h.target, h.credential.file], h.credential.readErrorsTotal);
+      if (h.credential) emit([...srcLabels(h), h.credential.file], h.credential.readErrorsTotal);
     },
   }),
 
@@ -548,14 +563,14 @@ export const FAMILIES = [
 
   // ------------------------------------------------------------ Hypha registration and BioEngine workers
   fam({
-    name: 'hypha_serve_hypha_reconnects_total', type: 'counter', labels: ['target'], stability: 'stable', scope: 'hypha',
+    name: 'hypha_serve_hypha_reconnects_total', type: 'counter', labels: HYPHA, stability: 'stable', scope: 'hypha',
     reads: ['target', 'reconnectsTotal'],
     help: 'Connections to the Hypha server rebuilt after the first one.',
     doc: 'Hypha connections rebuilt after the first',
     sample: (h, emit) => emit([h.target], h.reconnectsTotal),
   }),
   fam({
-    name: 'hypha_serve_hypha_connection_generation', type: 'gauge', labels: ['target'], stability: 'stable', scope: 'hypha',
+    name: 'hypha_serve_hypha_connection_generation', type: 'gauge', labels: HYPHA, stability: 'stable', scope: 'hypha',
     reads: ['target', 'generation'],
     help: 'Number of the current Hypha connection (1 = the first); moves on every rebuild.',
     doc: 'number of the current Hypha connection',
@@ -564,7 +579,7 @@ export const FAMILIES = [
     },
   }),
   fam({
-    name: 'hypha_serve_hypha_server_info', type: 'gauge', labels: ['target', 'server_id'], stability: 'stable', scope: 'hypha',
+    name: 'hypha_serve_hypha_server_info', type: 'gauge', labels: [...HYPHA, 'server_id'], stability: 'stable', scope: 'hypha',
     reads: ['target', 'health.up', 'serverId'],
     help: 'The id of the Hypha server the registry connection is connected to; always 1.',
     doc: '1; `server_id` is the id the Hypha server reports on the current connection (its built-in services, the artifact manager among them, '
@@ -574,7 +589,7 @@ export const FAMILIES = [
     },
   }),
   fam({
-    name: 'hypha_serve_hypha_server_id_changed', type: 'gauge', labels: ['target'], stability: 'stable', scope: 'hypha',
+    name: 'hypha_serve_hypha_server_id_changed', type: 'gauge', labels: HYPHA, stability: 'stable', scope: 'hypha',
     reads: ['target', 'health.up', 'serverIdChanged'],
     help: '1 when the Hypha server came back (a rebuilt connection) under another server id than before, 0 when it came back under the same id; '
       + 'absent until the exporter has seen a comeback.',
@@ -587,7 +602,7 @@ export const FAMILIES = [
     },
   }),
   fam({
-    name: 'hypha_serve_hypha_malformed_entries_total', type: 'counter', labels: ['target'], stability: 'experimental', scope: 'hypha',
+    name: 'hypha_serve_hypha_malformed_entries_total', type: 'counter', labels: HYPHA, stability: 'experimental', scope: 'hypha',
     reads: ['target', 'malformedTotal'],
     help: 'Malformed entries skipped in Hypha registry listings.',
     doc: 'malformed entries skipped in Hypha registry listings',

@@ -1,12 +1,12 @@
 import type { ClusterRegistration } from '../config/cluster-mappings';
 import type { Logger } from '../util/log';
-import type { HyphaServerSample } from '../snapshot/hypha';
+import type { HyphaServerSample, ServiceInfo } from '../snapshot/hypha';
 import type { AppRegistration, AttributedWorker, RegistrationHistory, WorkerSample } from '../snapshot/registration';
 import type { SavedState } from '../snapshot/handover';
 import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot } from '../snapshot/types';
 import { CauseConfirmation } from './confirm';
-import { expectedService, ExpectedService, WorkerDirectory } from './expected';
+import { expectedService, ExpectedService, isBioEngineApp, WorkerDirectory } from './expected';
 import { matchProviders, ProviderIndex, RegistrationTracker, settlingAfterReconnect } from './tracker';
 import { TransitionLog } from './transition-log';
 import { BIOENGINE_WORKER_TYPE, clusterOfWorker, WorkerMappingFacts } from '../sources/hypha/workers';
@@ -44,6 +44,17 @@ export class RegistrationStage {
   #read: { ray?: Snapshot['ray']; hypha?: Snapshot['hypha'] } = {};
   #queued = false;
   #unsubscribe: (() => void) | undefined;
+  /**
+   * The provider index of the last evaluation per cluster, with the registry lists it was built
+   * from: a Ray sample re-evaluates against the registry the previous evaluation indexed.
+   */
+  readonly #indexes = new Map<string, { lists: (readonly ServiceInfo[] | undefined)[]; index: ProviderIndex }>();
+  /**
+   * Template mappings' expected services per cluster (a pure function of the app's name, the mapping
+   * and the connection's workspace; rendering and parsing the template per app and evaluation cost
+   * more than the lookup). Rebuilt when the mapping or the workspace changes.
+   */
+  readonly #templates = new Map<string, { mapping: StageCluster['mapping']; workspace: string; byApp: Map<string, ExpectedService | undefined> }>();
 
   constructor(
     private readonly store: SnapshotStore,
@@ -81,6 +92,8 @@ export class RegistrationStage {
     }
     this.#apps = this.#apps.filter((a) => now.has(a.cluster));
     this.#read = {};
+    this.#indexes.clear();
+    this.#templates.clear();
     if (this.#unsubscribe) this.#evaluate();
   }
 
@@ -145,13 +158,25 @@ export class RegistrationStage {
       settleMs,
     };
     const expected = new Map<string, ExpectedService>();
+    const templates = this.#templatesOf(c, connectionWorkspace);
     for (const app of sample.state.apps) {
-      const e = expectedService(c.cluster, app, c.mapping, connectionWorkspace, dir, this.#tracker.lastWorkerClientId(c.cluster, app.name));
+      let e: ExpectedService | undefined;
+      if (c.mapping.bioengine.enabled && isBioEngineApp(app)) {
+        e = expectedService(c.cluster, app, c.mapping, connectionWorkspace, dir, this.#tracker.lastWorkerClientId(c.cluster, app.name));
+      } else if (templates.has(app.name)) {
+        e = templates.get(app.name);
+      } else {
+        // Not a BioEngine app here: the template mapping decides, from the app's name alone.
+        e = expectedService(c.cluster, app, c.mapping, connectionWorkspace, dir);
+        templates.set(app.name, e);
+      }
       if (e) expected.set(app.name, e);
     }
+    // Apps that left Serve would otherwise stay cached for good.
+    if (templates.size > 2 * sample.state.apps.length + 100) templates.clear();
     const workspaces = new Set([...expected.values()].map((e) => e.workspace));
     if (![...workspaces].every((ws) => hypha.registry.has(ws))) return previous();
-    const providers = new ProviderIndex([...workspaces].flatMap((ws) => hypha.registry.get(ws) ?? []));
+    const providers = this.#providerIndex(c.cluster, [...workspaces].map((ws) => hypha.registry.get(ws)));
     // While settling after a reconnect the tracker withholds a missing registration anyway;
     // holding would republish the evaluation from before the outage.
     const lost = () => !settlingAfterReconnect(input) && this.#apps.some((a) => {
@@ -165,9 +190,28 @@ export class RegistrationStage {
       const fresh = (sample.state.requestedSeconds ?? 0) >= verdict.seenSeconds;
       this.log.debug({ cluster: c.cluster, waited_ms: waitedMs, fresh }, 'registration loss judged on a fresh Serve sample');
     }
-    return this.#tracker
-      .evaluateCluster(c.cluster, sample.state.apps, expected, providers, { ...input, changeSeenSeconds: verdict.seenSeconds })
-      .map((a) => ({ ...a, hypha: c.hypha }));
+    const tracked = this.#tracker.evaluateCluster(c.cluster, sample.state.apps, expected, providers, { ...input, changeSeenSeconds: verdict.seenSeconds });
+    // The tracker's objects are new on every evaluation: completed in place rather than copied.
+    for (const a of tracked) (a as AppRegistration).hypha = c.hypha;
+    return tracked as AppRegistration[];
+  }
+
+  /** The provider index of these registry lists, reused while they are the very lists last indexed for the cluster. */
+  #providerIndex(cluster: string, lists: (readonly ServiceInfo[] | undefined)[]): ProviderIndex {
+    const last = this.#indexes.get(cluster);
+    if (last && last.lists.length === lists.length && last.lists.every((l, i) => l === lists[i])) return last.index;
+    const index = new ProviderIndex(lists.flatMap((l) => l ?? []));
+    this.#indexes.set(cluster, { lists, index });
+    return index;
+  }
+
+  /** The cluster's cache of template-mapped expected services, emptied when its mapping or the connection's workspace changed. */
+  #templatesOf(c: StageCluster, workspace: string): Map<string, ExpectedService | undefined> {
+    const t = this.#templates.get(c.cluster);
+    if (t && t.mapping === c.mapping && t.workspace === workspace) return t.byApp;
+    const byApp = new Map<string, ExpectedService | undefined>();
+    this.#templates.set(c.cluster, { mapping: c.mapping, workspace, byApp });
+    return byApp;
   }
 
   /**

@@ -19,27 +19,48 @@ export interface Match {
 /**
  * The registry view's services by workspace and service id, built once per
  * evaluation: looking each expected app up by scanning the whole list made
- * an evaluation quadratic in the number of apps.
+ * an evaluation quadratic in the number of apps. Nested maps, not one map on
+ * a joined key: a key built per lookup cost more than the lookup itself at
+ * thousands of apps. The index is immutable, so the match of each expected
+ * service is kept (the stage asks for it twice per evaluation).
  */
 export class ProviderIndex {
-  readonly #byService = new Map<string, ServiceInfo[]>();
+  readonly #byWorkspace = new Map<string, Map<string, ServiceInfo[]>>();
+  readonly #matches = new WeakMap<ExpectedService, Match>();
 
   constructor(services: Iterable<ServiceInfo>) {
     for (const s of services) {
-      const key = `${s.workspace}\u0000${s.serviceId}`;
-      const list = this.#byService.get(key);
+      let ws = this.#byWorkspace.get(s.workspace);
+      if (!ws) {
+        ws = new Map();
+        this.#byWorkspace.set(s.workspace, ws);
+      }
+      const list = ws.get(s.serviceId);
       if (list) list.push(s);
-      else this.#byService.set(key, [s]);
+      else ws.set(s.serviceId, [s]);
     }
   }
 
   providers(workspace: string, serviceId: string): readonly ServiceInfo[] {
-    return this.#byService.get(`${workspace}\u0000${serviceId}`) ?? [];
+    return this.#byWorkspace.get(workspace)?.get(serviceId) ?? [];
+  }
+
+  /** matchProviders(exp, this), computed once per expected service (ExpectedService objects are not mutated). */
+  match(exp: ExpectedService): Match {
+    let m = this.#matches.get(exp);
+    if (!m) {
+      m = matchIn(exp, this.providers(exp.workspace, exp.serviceId));
+      this.#matches.set(exp, m);
+    }
+    return m;
   }
 }
 
 export function matchProviders(exp: ExpectedService, index: ProviderIndex): Match {
-  const same = index.providers(exp.workspace, exp.serviceId);
+  return index.match(exp);
+}
+
+function matchIn(exp: ExpectedService, same: readonly ServiceInfo[]): Match {
   if (same.length === 0) return { registered: false, mismatch: false };
   const exact = exp.clientId === undefined ? same[0] : same.find((s) => s.clientId === exp.clientId);
   if (exact) return { registered: true, mismatch: false, providerClientId: exact.clientId };

@@ -21,7 +21,9 @@ interface Logged {
  * differ from what was last logged, so a glimpse that never reached the log leaves no trace.
  */
 export class TransitionLog {
-  readonly #logged = new Map<string, Logged>();
+  /** By "hypha\0cluster", then app: apps arrive grouped by cluster, so the key is built once per cluster, not per app. */
+  readonly #logged = new Map<string, Map<string, Logged & { mark: number }>>();
+  #mark = 0;
 
   /**
    * The lines due for this evaluation; remembers them as logged.
@@ -29,18 +31,42 @@ export class TransitionLog {
    */
   due(apps: readonly AppRegistration[], requestedSeconds: (cluster: string) => number | undefined): LoggedTransition[] {
     const out: LoggedTransition[] = [];
-    const present = new Set<string>();
+    const mark = ++this.#mark;
+    let hypha: string | undefined;
+    let cluster: string | undefined;
+    let group: Map<string, Logged & { mark: number }> | undefined;
     for (const a of apps) {
-      const key = `${a.hypha}\u0000${a.cluster}\u0000${a.app}`;
-      present.add(key);
-      if (!a.settled) continue;
-      const before = this.#logged.get(key);
-      if (before && before.state === a.state && before.providerClientId === a.providerClientId) continue;
-      if (isMissing(a.state) && !judged(a, requestedSeconds(a.cluster))) continue;
-      this.#logged.set(key, { state: a.state, providerClientId: a.providerClientId });
+      if (group === undefined || a.hypha !== hypha || a.cluster !== cluster) {
+        hypha = a.hypha;
+        cluster = a.cluster;
+        const key = `${a.hypha}\u0000${a.cluster}`;
+        group = this.#logged.get(key);
+        if (!group) {
+          group = new Map();
+          this.#logged.set(key, group);
+        }
+      }
+      const before = group.get(a.app);
+      if (!a.settled) {
+        // Present: what was logged of it is kept.
+        if (before) before.mark = mark;
+        continue;
+      }
+      if (before && before.state === a.state && before.providerClientId === a.providerClientId) {
+        before.mark = mark;
+        continue;
+      }
+      if (isMissing(a.state) && !judged(a, requestedSeconds(a.cluster))) {
+        if (before) before.mark = mark;
+        continue;
+      }
+      group.set(a.app, { state: a.state, providerClientId: a.providerClientId, mark });
       out.push({ a, seenBefore: before !== undefined });
     }
-    for (const key of [...this.#logged.keys()]) if (!present.has(key)) this.#logged.delete(key);
+    for (const [key, g] of this.#logged) {
+      for (const [app, l] of g) if (l.mark !== mark) g.delete(app);
+      if (g.size === 0) this.#logged.delete(key);
+    }
     return out;
   }
 }

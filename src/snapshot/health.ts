@@ -34,8 +34,10 @@ export const REASON_HINTS: Partial<Record<SampleErrorReason, string>> = {
 };
 
 // 'hypha' is a registry connection (target = configured server name); 'hypha_service' is a
-// watched service's own connection (target = the service id, e.g. public/artifact-manager), kept
-// apart so that a failing watched service silences only the alerts derived from it.
+// watched service's own connection (target = the service id, e.g. public/artifact-manager, on
+// Hypha server `hypha`), kept apart so that a failing watched service silences only the alerts
+// derived from it. In the metrics `target` becomes the label that names the upstream elsewhere in the
+// contract: `ray_cluster`, `hypha` or `service` (families.ts, sourceLabels).
 export type SourceKind = 'ray' | 'hypha' | 'hypha_service';
 
 /** What the exporter may tell about a token file it reads (never its content). */
@@ -54,8 +56,10 @@ export interface CredentialStatus {
 /** Health of one upstream, in the style of consul_exporter's `consul_up`. */
 export interface SourceHealth {
   source: SourceKind;
-  /** The configured name of the upstream (cluster or Hypha server name), never its URL. */
+  /** The configured name of the upstream (cluster or Hypha server name, or watched service id), never its URL. */
   target: string;
+  /** hypha_service only: the configured name of the Hypha server the service is watched on (the `hypha` label). */
+  hypha?: string;
   /**
    * The source's first attempt has not ended yet: its state is unknown, so its per-source series
    * are absent and the exporter is not ready (a start must not report a false 0).
@@ -88,10 +92,14 @@ export function isKnown(h: SourceHealth): boolean {
  * A source's health at start. A source restarted by a reload takes the health its predecessor handed
  * over (up, last success, error counts): a reload is not an outage, and counters must not reset.
  */
-export function newSourceHealth(source: SourceKind, target: string, intervalSeconds?: number, handover?: SourceHealth): SourceHealth {
-  if (handover && handover.source === source && handover.target === target) return { ...handover, intervalSeconds };
+export function newSourceHealth(source: SourceKind, target: string, intervalSeconds?: number, handover?: SourceHealth, hypha?: string): SourceHealth {
+  const server = hypha === undefined ? {} : { hypha };
+  if (handover && handover.source === source && handover.target === target) {
+    const { hypha: _was, ...rest } = handover;
+    return { ...rest, ...server, intervalSeconds };
+  }
   const errors = Object.fromEntries(SAMPLE_ERROR_REASONS.map((r) => [r, 0])) as Record<SampleErrorReason, number>;
-  return { source, target, up: false, errors, intervalSeconds };
+  return { source, target, ...server, up: false, errors, intervalSeconds };
 }
 
 /** The health after a failed sample: down, counted by reason, with the (already scrubbed) message. */

@@ -20,7 +20,7 @@ export interface ServiceInfo {
 }
 
 export interface HyphaServerSample {
-  /** Configured Hypha server name (the `hypha` / `target` label). */
+  /** Configured Hypha server name (the `hypha` label). */
   target: string;
   health: SourceHealth;
   /** Successful connections after the first one. */

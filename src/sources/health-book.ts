@@ -9,6 +9,8 @@ export interface HealthBookOptions {
   kind: SourceKind;
   /** Configured name of the upstream, as in SourceHealth.target. */
   target: string;
+  /** A watched service's Hypha server name, as in SourceHealth.hypha. */
+  hypha?: string;
   intervalSeconds?: number;
   /** The health a predecessor replaced by a reload handed over: taken on, so a reload is neither an outage nor a counter reset. */
   handover?: SourceHealth;
@@ -37,7 +39,7 @@ export class HealthBook {
   readonly #credential: Secret | undefined;
 
   constructor(opts: HealthBookOptions) {
-    const h = newSourceHealth(opts.kind, opts.target, opts.intervalSeconds, opts.handover);
+    const h = newSourceHealth(opts.kind, opts.target, opts.intervalSeconds, opts.handover, opts.hypha);
     const handedOver = opts.handover !== undefined && opts.handover.source === opts.kind && opts.handover.target === opts.target;
     // Unknown until the first attempt ends; a source restarted by a reload takes its predecessor's handover instead.
     this.#health = handedOver ? h : { ...h, pending: true };

@@ -37,6 +37,19 @@ export class TransitionRecorder {
   #next = 0;
   #seq = 0;
   readonly #seen: Seen = { sources: new Map(), apps: new Map(), services: new Map(), registrations: new Map() };
+  /**
+   * What the last diffs read, by identity: each diff is idempotent on the same input, and the store
+   * replaces only the part a writer changed (a Ray sample leaves the registration part as it was), so a
+   * part whose objects did not move is not walked again. At thousands of apps every store change
+   * (four per cycle: Ray, Hypha, the stage after each) walked every app twice.
+   */
+  readonly #read: {
+    rayStates: Map<string, unknown>;
+    services?: Snapshot['services'];
+    registration?: Snapshot['registration'];
+    /** The up flags of the sources registrationInput() reads, with the registration part they were read for. */
+    registrationUp?: string;
+  } = { rayStates: new Map() };
   readonly #now: () => number;
   readonly #unsubscribe: () => void;
 
@@ -117,6 +130,9 @@ export class TransitionRecorder {
     for (const [cluster, sample] of s.ray) {
       // Source down: apps are unknown, not gone; keep what was seen.
       if (!sample.state) continue;
+      // The state this cluster's apps were last diffed from (a change of health alone keeps it).
+      if (this.#read.rayStates.get(cluster) === sample.state) continue;
+      this.#read.rayStates.set(cluster, sample.state);
       const before = this.#seen.apps.get(cluster);
       const now = new Map<string, { status: string; zero: Set<string> }>();
       for (const app of sample.state.apps) {
@@ -155,9 +171,14 @@ export class TransitionRecorder {
     for (const cluster of [...this.#seen.apps.keys()]) {
       if (!s.ray.has(cluster)) this.#seen.apps.delete(cluster);
     }
+    for (const cluster of [...this.#read.rayStates.keys()]) {
+      if (!s.ray.has(cluster)) this.#read.rayStates.delete(cluster);
+    }
   }
 
   #diffServices(s: Snapshot, out: NewTransition[]): void {
+    if (s.services !== undefined && s.services === this.#read.services) return;
+    this.#read.services = s.services;
     for (const [service, w] of s.services ?? []) {
       let seen = this.#seen.services.get(service);
       const first = seen === undefined;
@@ -219,6 +240,11 @@ export class TransitionRecorder {
   }
 
   #diffRegistrations(s: Snapshot, out: NewTransition[]): void {
+    // registrationInput() reads the registration part and whether each Ray and Hypha source is up.
+    const up = upFlags(s);
+    if (s.registration !== undefined && s.registration === this.#read.registration && up === this.#read.registrationUp) return;
+    this.#read.registration = s.registration;
+    this.#read.registrationUp = up;
     const input = registrationInput(s);
     if (!input) return;
     const present = new Set(input.apps.map((r) => `${r.cluster}\u0000${r.app}`));
@@ -248,6 +274,14 @@ export class TransitionRecorder {
       });
     }
   }
+}
+
+/** Which Ray and Hypha sources are up, as one string (a handful of sources: cheaper than walking thousands of apps). */
+function upFlags(s: Snapshot): string {
+  let out = '';
+  for (const [cluster, r] of s.ray) out += `r${cluster}\u0000${r.health.up ? 1 : 0}\u0000`;
+  for (const [name, h] of s.hypha ?? []) out += `h${name}\u0000${h.health.up ? 1 : 0}\u0000`;
+  return out;
 }
 
 function attempted(h: SourceHealth): boolean {

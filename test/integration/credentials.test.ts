@@ -30,7 +30,7 @@ const APP = 'two-step';
 /** Deployed in Ray, never registered in Hypha: a standing "not registered" page that must survive. */
 const MISSING = 'two-step-b';
 const SHORT_TOKEN_S = 20;
-const HYPHA = { source: 'hypha', target: 'local' };
+const HYPHA = { source: 'hypha', hypha: 'local' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Sample { at: number; up?: number; registered?: number; missing?: number; missingSince?: number }
@@ -133,7 +133,7 @@ describe('credentials: rotation, JWT secret change, start state (real Hypha)', (
         continue;
       }
       const ups: Record<string, number> = {};
-      for (const s of samplesOf(metrics, 'hypha_serve_source_up')) ups[`${s.labels.source}/${s.labels.target}`] = s.value;
+      for (const s of samplesOf(metrics, 'hypha_serve_source_up')) ups[`${s.labels.source}/${s.labels.service || s.labels.ray_cluster || s.labels.hypha}`] = s.value;
       seen.push({ at: Date.now() - t0, ready, ups });
       if (ready === 200) break;
     }
@@ -190,7 +190,7 @@ describe('credentials: rotation, JWT secret change, start state (real Hypha)', (
     expect(samples.filter((s) => s.registered === 0)).toEqual([]);
     expect(samples.filter((s) => s.missing === 1)).toEqual([]);
     expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: MISSING })).toBe(before.missingSince);
-    expect(seriesValue(t, 'hypha_serve_hypha_reconnects_total', { target: 'local' })).toBeGreaterThanOrEqual(1);
+    expect(seriesValue(t, 'hypha_serve_hypha_reconnects_total', { hypha: 'local' })).toBeGreaterThanOrEqual(1);
   });
 
   it('Hypha restarted with a new JWT secret: auth_secret_changed explained, no token in the output; a new token in the file recovers', async () => {

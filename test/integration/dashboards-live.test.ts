@@ -4,7 +4,7 @@
 // Serve app and two BioEngine-shaped apps whose proxies register themselves in that Hypha as
 // BioEngine 0.16.1's do (one pinned at min_replicas 1, one at min_replicas 0 held at one replica
 // until its fault, when it idles at zero and its proxy deregisters); in Hypha: a BioEngine worker
-// stand-in reporting on those apps. Names are those of metric contract v0.2 (label ray_cluster). Template variables are substituted as
+// stand-in reporting on those apps. Names are those of metric contract v0.3 (labels ray_cluster, hypha). Template variables are substituted as
 // Grafana would. Each query must parse and return data in the healthy state, except those in
 // dashboards/empty-when-healthy.ts, which must be empty then and return data once their fault is
 // induced later in the same run. The last test checks that no query went unverified.
@@ -289,7 +289,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
       .replace(/^# (HELP|TYPE) hypha_serve_exporter_build_info .*\n(hypha_serve_exporter_build_info\{.*\n)?/gm, '')
       .concat('# HELP hypha_serve_not_in_docs x\n# TYPE hypha_serve_not_in_docs gauge\nhypha_serve_not_in_docs 1\n');
     expect(compareWithDocs(parseFamilies(tampered), documented, mayBeAbsent)).toEqual([
-      'hypha_serve_source_up: served with labels {source,target,undocumented}, documented {source,target}',
+      'hypha_serve_source_up: served with labels {hypha,ray_cluster,service,source,undocumented}, documented {hypha,ray_cluster,service,source}',
       'hypha_serve_not_in_docs: served (gauge) but not documented',
       'hypha_serve_exporter_build_info: documented (gauge) but not served (no HELP/TYPE header)',
     ]);
@@ -303,7 +303,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
 
   it('fault "ray-source-down" (Ray dashboard stopped): its queries return data', async () => {
     await ray.stopDashboard();
-    await waitFor('source_up 0 in Prometheus', () => inProm(`hypha_serve_source_up{job="${JOB}",source="ray",target="${CLUSTER}"} == 0`), 60_000, 1_000);
+    await waitFor('source_up 0 in Prometheus', () => inProm(`hypha_serve_source_up{job="${JOB}",source="ray",ray_cluster="${CLUSTER}"} == 0`), 60_000, 1_000);
     await expectFaultData('ray-source-down');
   });
 

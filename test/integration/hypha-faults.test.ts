@@ -77,7 +77,7 @@ describe('Hypha faults', () => {
     // reports what the registry RPC says; it must stay up, answer, and not crash.
     await new Promise((r) => setTimeout(r, 5000));
     const text = await scrape();
-    const up = seriesValue(text, 'hypha_serve_source_up', { source: 'hypha', target: 'local' });
+    const up = seriesValue(text, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' });
     const reg = seriesValue(text, 'hypha_serve_app_registered', { app: APP });
     const truth = await serviceExists(`${WS}/serve-bridge:${APP}`);
     process.stdout.write(`workspace deleted: after ${Date.now() - t0} ms source_up=${up} registered=${reg} service in registry=${truth}\n`);

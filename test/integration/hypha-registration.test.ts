@@ -69,7 +69,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     const deadline = Date.now() + 5000;
     while (Date.now() < deadline) {
       const t = await ex.scrape();
-      if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) !== 1) gaps.add('source_up not 1');
+      if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' }) !== 1) gaps.add('source_up not 1');
       if (seriesValue(t, 'hypha_serve_app_registered', app) !== 0) gaps.add('app_registered not 0');
       if (seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', app) !== since) gaps.add('unregistered_since moved');
       await new Promise((r) => setTimeout(r, 50));
@@ -111,16 +111,16 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     const ex = runExporter(configText({ url: hypha.url, tokenFile: tokenFile() }), 'events');
     await waitFor('sources up and app evaluated', async () => {
       const t = await ex.scrape();
-      return seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1 && seriesValue(t, 'hypha_serve_app_registered', { app: APP }) === 0;
+      return seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' }) === 1 && seriesValue(t, 'hypha_serve_app_registered', { app: APP }) === 0;
     }, 60_000, 100);
     let t = await ex.scrape();
     expect(seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'test', app: APP, hypha: 'local' })).toBe(0);
     expect(seriesValue(t, 'hypha_serve_app_expected_service_info', { ray_cluster: 'test', app: APP, workspace: 'ws-user-root', service: EXPECTED })).toBe(1);
     expect(seriesValue(t, 'hypha_serve_app_unregistered_since_timestamp_seconds', { ray_cluster: 'test', app: APP })).toBeGreaterThan(0);
-    expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { hypha: 'local' })).toBe(1);
     // Making the first connection is startup, not a failure to count or to show.
-    expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', target: 'local', reason: 'connect' })).toBe(0);
-    expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', target: 'local', reason: 'timeout' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', hypha: 'local', reason: 'connect' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_source_errors_total', { source: 'hypha', hypha: 'local', reason: 'timeout' })).toBe(0);
     expect(ex.exporter.store.get().hypha?.get('local')?.health.lastError).toBeUndefined();
     expect(ex.lines.filter((l) => /hypha source down/.test(l))).toEqual([]);
 
@@ -174,14 +174,14 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     const watch = (async () => {
       while (watching) {
         const t = await ex.scrape();
-        samples.push({ at: Date.now(), up: seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' }), registered: seriesValue(t, 'hypha_serve_app_registered', { app: APP }) });
+        samples.push({ at: Date.now(), up: seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' }), registered: seriesValue(t, 'hypha_serve_app_registered', { app: APP }) });
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
     const tStop = Date.now();
     await hypha.restart({ serverId: 'reg-b' });
     const tReady = Date.now();
-    await waitFor('source up again', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 50);
+    await waitFor('source up again', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' }) === 1, 30_000, 50);
     const tUp = Date.now();
     await waitFor('registered again', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 1, 60_000, 50);
     const tFresh = Date.now();
@@ -198,8 +198,8 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     expect(down).toBeDefined();
     expect(zeros).toEqual([]);
     expect(tUp - tReady).toBeLessThan(15_000);
-    expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(2);
-    expect(seriesValue(t, 'hypha_serve_hypha_reconnects_total', { target: 'local' })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { hypha: 'local' })).toBe(2);
+    expect(seriesValue(t, 'hypha_serve_hypha_reconnects_total', { hypha: 'local' })).toBe(1);
     // While Hypha was down the registration series were absent, and source_up said why.
     const during = samples.filter((s) => s.up === 0);
     expect(during.length).toBeGreaterThan(0);
@@ -216,7 +216,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     await reg.disconnect(); // gone for good
     await hypha.startServer({ serverId: 'reg-c' });
     const tReady = Date.now();
-    await waitFor('source up', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 50);
+    await waitFor('source up', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' }) === 1, 30_000, 50);
     expect(seriesCount(await ex.scrape(), 'hypha_serve_app_registered', { app: APP })).toBe(0); // settling
     await waitFor('missing after settle', async () => seriesValue(await ex.scrape(), 'hypha_serve_app_registered', { app: APP }) === 0, 20_000, 50);
     const since = seriesValue(await ex.scrape(), 'hypha_serve_app_unregistered_since_timestamp_seconds', { app: APP }) ?? 0;
@@ -244,8 +244,8 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     expect(await gapsAfterReload(ex, since)).toEqual([]);
     const after = await ex.scrape();
     expect(seriesValue(after, 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'connect' })).toBe(connectErrors);
-    expect(seriesValue(after, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
-    expect(seriesValue(after, 'hypha_serve_source_interval_seconds', { source: 'hypha', target: 'local' })).toBe(3);
+    expect(seriesValue(after, 'hypha_serve_hypha_connection_generation', { hypha: 'local' })).toBe(1);
+    expect(seriesValue(after, 'hypha_serve_source_interval_seconds', { source: 'hypha', hypha: 'local' })).toBe(3);
   });
 
   it('a reload that adds a Ray cluster and a mapping keeps the Hypha connection, the series and the spell', async () => {
@@ -267,7 +267,7 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     expect(seriesValue(after, 'hypha_serve_app_expected_service_info', { ray_cluster: 'twin', app: APP, service: `ws-user-root/other-bridge:${APP}` })).toBe(1);
     // One connection throughout: the websocket was never rebuilt.
     expect(ex.lines.filter((l) => /"connected to hypha"|"reconnected to hypha"|rebuilding hypha connection/.test(l))).toHaveLength(1);
-    expect(seriesValue(after, 'hypha_serve_hypha_reconnects_total', { target: 'local' })).toBe(0);
+    expect(seriesValue(after, 'hypha_serve_hypha_reconnects_total', { hypha: 'local' })).toBe(0);
   });
 
   it('two Hypha servers: each mapping is judged on its own server, and one server down silences only its apps', async () => {
@@ -309,8 +309,8 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
       }, 60_000, 100);
       let t = await ex.scrape();
       expect(seriesCount(t, 'hypha_serve_app_registered', { app: APP })).toBe(2);
-      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'lab' })).toBe(1);
-      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(1);
+      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'lab' })).toBe(1);
+      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' })).toBe(1);
       await waitFor('the watched service resolved on lab', async () => seriesValue(await ex.scrape(), 'hypha_serve_service_providers', { service: `ws-user-root/${APP}` }) === 1, 30_000, 100);
       // The status page names the server of each registration.
       const status = buildStatus({ snapshot: ex.exporter.store.get(), transitions: [], transitionsCapacity: 0, ready: true, version: 'test', revision: 'test', now: Date.now() / 1000 });
@@ -318,12 +318,12 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
       expect(regs).toEqual([['test', 'local', 'missing_history_unknown'], ['twin', 'lab', 'registered']]);
 
       await lab.stop();
-      await waitFor('lab down', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'lab' }) === 0, 30_000, 100);
+      await waitFor('lab down', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', hypha: 'lab' }) === 0, 30_000, 100);
       t = await ex.scrape();
       // Unknown, not "not registered": the lab apps' gauges are absent; the local ones carry on.
       expect(seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'twin', app: APP })).toBeUndefined();
       expect(seriesValue(t, 'hypha_serve_app_registered', { ray_cluster: 'test', app: APP, hypha: 'local' })).toBe(0);
-      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(1);
+      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' })).toBe(1);
     } finally {
       await lab.stop().catch(() => undefined);
     }
@@ -340,9 +340,9 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
       // Several more cycles against the frozen worker (1 s each, 1 s timeout).
       await new Promise((r) => setTimeout(r, 6000));
       const t = await ex.scrape();
-      expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { target: 'local' })).toBe(1);
-      expect(seriesValue(t, 'hypha_serve_hypha_reconnects_total', { target: 'local' })).toBe(0);
-      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(1);
+      expect(seriesValue(t, 'hypha_serve_hypha_connection_generation', { hypha: 'local' })).toBe(1);
+      expect(seriesValue(t, 'hypha_serve_hypha_reconnects_total', { hypha: 'local' })).toBe(0);
+      expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' })).toBe(1);
       expect(seriesValue(t, 'hypha_serve_app_registered', { app: APP })).toBe(0);
       expect(ex.lines.some((l) => l.includes('makes the connection suspect'))).toBe(false);
     } finally {
@@ -355,23 +355,23 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
     const ex = runExporter(configText({ url: hypha.url, tokenFile: bad }), 'badtoken');
     await waitFor('auth error counted', async () => (seriesValue(await ex.scrape(), 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'auth' }) ?? 0) > 0, 30_000, 100);
     const t = await ex.scrape();
-    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' })).toBe(0);
     expect(seriesCount(t, 'hypha_serve_app_registered')).toBe(0);
-    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'ray', target: 'test' })).toBe(1);
+    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'test' })).toBe(1);
     const line = ex.lines.find((l) => l.includes('cannot connect to hypha'));
     expect(line).toContain('Authentication error');
     process.stdout.write(`wrong token log line: ${line?.trim()}\n`);
     expect(ex.lines.join('').includes(fs.readFileSync(bad, 'utf8'))).toBe(false);
     fs.writeFileSync(bad, hypha.rootToken);
     expect(ex.exporter.reload().ok).toBe(true);
-    await waitFor('up after reload', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 100);
+    await waitFor('up after reload', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' }) === 1, 30_000, 100);
     expect(ex.lines.join('').includes(hypha.rootToken)).toBe(false);
   });
 
   it('unknown workspace: clear log line and source_up 0 (reason auth)', async () => {
     const ex = runExporter(configText({ url: hypha.url, tokenFile: tokenFile(), workspace: 'no-such-ws' }), 'nows');
     await waitFor('auth error counted', async () => (seriesValue(await ex.scrape(), 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'auth' }) ?? 0) > 0, 30_000, 100);
-    expect(seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(0);
+    expect(seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' })).toBe(0);
     const line = ex.lines.find((l) => l.includes('cannot connect to hypha'));
     expect(line).toContain('no-such-ws');
     process.stdout.write(`unknown workspace log line: ${line?.trim()}\n`);
@@ -387,13 +387,13 @@ describe('Hypha registration of a Serve app (template mapping)', () => {
       return (seriesValue(m, 'hypha_serve_source_errors_total', { source: 'hypha', reason: 'connect' }) ?? 0) > 0 && seriesValue(m, 'hypha_serve_source_up', { source: 'ray' }) === 1;
     }, 30_000, 100);
     let t = await ex.scrape();
-    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', target: 'local' })).toBe(0);
+    expect(seriesValue(t, 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' })).toBe(0);
     expect(seriesValue(t, 'hypha_serve_app_status', { app: APP, status: 'RUNNING' })).toBe(1);
     expect(ex.lines.some((l) => l.includes('cannot connect to hypha') && l.includes('WebSocket connection error'))).toBe(true);
     const late = await startHypha({ port, rootToken: token, serverId: 'late' });
     try {
       const tReady = Date.now();
-      await waitFor('up once the server is there', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', target: 'local' }) === 1, 30_000, 50);
+      await waitFor('up once the server is there', async () => seriesValue(await ex.scrape(), 'hypha_serve_source_up', { source: 'hypha', hypha: 'local' }) === 1, 30_000, 50);
       process.stdout.write(`server down at start: source_up 1 ${Date.now() - tReady} ms after the late server was ready\n`);
       t = await ex.scrape();
       expect(seriesValue(t, 'hypha_serve_app_registered', { app: APP })).toBe(0);

@@ -78,7 +78,7 @@ async function scrapeUntilRunning(base: string, timeoutMs: number): Promise<stri
     async () => {
       const r = await get(`${base}/metrics`);
       if (r.status !== 200) return undefined;
-      const up = seriesValue(r.body, 'hypha_serve_source_up', { source: 'ray', target: 'local' });
+      const up = seriesValue(r.body, 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'local' });
       const running = seriesValue(r.body, 'hypha_serve_app_status', { app: 'two-step', status: 'RUNNING' });
       return up === 1 && running === 1 ? r.body : undefined;
     },
@@ -182,7 +182,7 @@ describe('install: npm package and container image against real Ray Serve', () =
     console.log(`npm-installed exporter: start to ready ${Date.now() - t1} ms`);
     const text = await scrapeUntilRunning(base, 60_000);
     expect(seriesValue(text, 'hypha_serve_exporter_build_info', { version: pkg.version })).toBe(1);
-    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'down' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'down' })).toBe(0);
     await proc.stop('SIGTERM');
     expect(proc.output()).toContain('listening');
     expect(proc.output()).not.toContain(token);
@@ -240,7 +240,7 @@ describe('install: npm package and container image against real Ray Serve', () =
       await waitFor('container /-/ready', async () => (await get(`${base}/-/ready`)).status === 200, 120_000, 100);
       console.log(`container: podman run to /-/ready ${Date.now() - t0} ms`);
       const text = await scrapeUntilRunning(base, 60_000);
-      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'down' })).toBe(0);
+      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'down' })).toBe(0);
       expect((await get(`${base}/-/healthy`)).status).toBe(200);
       expect((await tryRun(podman, ['healthcheck', 'run', name])).code).toBe(0);
 

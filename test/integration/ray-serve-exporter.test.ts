@@ -31,7 +31,7 @@ describe('exporter against real Ray Serve', () => {
   });
 
   it('reports an empty Serve as up with no apps', async () => {
-    await waitFor('source up', async () => (await v('hypha_serve_source_up', { source: 'ray', target: 'test' })) === 1, 30_000);
+    await waitFor('source up', async () => (await v('hypha_serve_source_up', { source: 'ray', ray_cluster: 'test' })) === 1, 30_000);
     expect(seriesCount(await scrape(), 'hypha_serve_app_status')).toBe(0);
   });
 
@@ -92,7 +92,7 @@ describe('exporter against real Ray Serve', () => {
     text = await scrape();
     expect(seriesCount(text, 'hypha_serve_deployment_replicas', { app: 'two-step' })).toBe(0);
     expect(seriesCount(text, 'hypha_serve_deployment_scaled_to_zero', { app: 'two-step' })).toBe(0);
-    expect(seriesValue(text, 'hypha_serve_source_up', { target: 'test' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'test' })).toBe(1);
   });
 
   it('a failed deploy shows DEPLOY_FAILED with a message', async () => {
@@ -107,15 +107,15 @@ describe('exporter against real Ray Serve', () => {
     await ray.deploy(rayAppConfig('two-step.yaml'));
     await waitFor('RUNNING', async () => (await v('hypha_serve_app_status', { app: 'two-step', status: 'RUNNING' })) === 1, 180_000, 250);
     await ray.stopDashboard();
-    await waitFor('source down', async () => (await v('hypha_serve_source_up', { target: 'test' })) === 0, 30_000, 250);
+    await waitFor('source down', async () => (await v('hypha_serve_source_up', { ray_cluster: 'test' })) === 0, 30_000, 250);
     const t0 = performance.now();
     const text = await scrape();
     const ms = performance.now() - t0;
     process.stdout.write(`/metrics with the Ray dashboard down: ${ms.toFixed(1)} ms\n`);
     expect(seriesCount(text, 'hypha_serve_app_status')).toBe(0);
     expect(seriesCount(text, 'hypha_serve_proxy_ready')).toBe(0);
-    expect((seriesValue(text, 'hypha_serve_source_errors_total', { target: 'test', reason: 'connect' }) ?? 0)
-      + (seriesValue(text, 'hypha_serve_source_errors_total', { target: 'test', reason: 'timeout' }) ?? 0)
-      + (seriesValue(text, 'hypha_serve_source_errors_total', { target: 'test', reason: 'http_status' }) ?? 0)).toBeGreaterThan(0);
+    expect((seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'test', reason: 'connect' }) ?? 0)
+      + (seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'test', reason: 'timeout' }) ?? 0)
+      + (seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'test', reason: 'http_status' }) ?? 0)).toBeGreaterThan(0);
   });
 });

@@ -57,15 +57,15 @@ watched_services:
 
   const scrape = () => scrapeText(exporter.metrics);
   const v = (text: string, name: string, labels: Record<string, string> = {}) => seriesValue(text, name, labels);
-  const generation = async () => v(await scrape(), 'hypha_serve_hypha_connection_generation', { target: 'main' }) ?? 0;
+  const generation = async () => v(await scrape(), 'hypha_serve_hypha_connection_generation', { hypha: 'main' }) ?? 0;
   const problems = () => buildStatus({ snapshot: exporter.store.get(), transitions: [], transitionsCapacity: 0, ready: true, version: 't', revision: 't', now: Date.now() / 1000 }).problems;
 
   test('before any comeback the fact is unknown (absent); the server id is exported', async () => {
     const text = await waitFor('connected, canary resolved', async () => {
       const x = await scrape();
-      return v(x, 'hypha_serve_service_cached_stale', AM) === 0 && v(x, 'hypha_serve_hypha_server_info', { target: 'main', server_id: 'sid-fixed' }) === 1 ? x : undefined;
+      return v(x, 'hypha_serve_service_cached_stale', AM) === 0 && v(x, 'hypha_serve_hypha_server_info', { hypha: 'main', server_id: 'sid-fixed' }) === 1 ? x : undefined;
     }, 120_000, 250);
-    expect(v(text, 'hypha_serve_hypha_server_id_changed', { target: 'main' })).toBeUndefined();
+    expect(v(text, 'hypha_serve_hypha_server_id_changed', { hypha: 'main' })).toBeUndefined();
     expect(v(text, 'hypha_serve_service_cached_server_gone', AM)).toBe(0);
   });
 
@@ -74,9 +74,9 @@ watched_services:
     await hypha.restart({ serverId: 'sid-fixed' });
     const text = await waitFor('back under the same id', async () => {
       const x = await scrape();
-      return (v(x, 'hypha_serve_hypha_connection_generation', { target: 'main' }) ?? 0) > before && v(x, 'hypha_serve_hypha_server_id_changed', { target: 'main' }) === 0 ? x : undefined;
+      return (v(x, 'hypha_serve_hypha_connection_generation', { hypha: 'main' }) ?? 0) > before && v(x, 'hypha_serve_hypha_server_id_changed', { hypha: 'main' }) === 0 ? x : undefined;
     }, 120_000, 250);
-    expect(v(text, 'hypha_serve_hypha_server_info', { target: 'main', server_id: 'sid-fixed' })).toBe(1);
+    expect(v(text, 'hypha_serve_hypha_server_info', { hypha: 'main', server_id: 'sid-fixed' })).toBe(1);
     // The canary addresses the same client id, which is live again.
     await waitFor('canary live', async () => v(await scrape(), 'hypha_serve_service_cached_stale', AM) === 0, 60_000, 250);
     expect(v(await scrape(), 'hypha_serve_service_cached_server_gone', AM)).toBe(0);
@@ -88,12 +88,12 @@ watched_services:
     await hypha.restart({ serverId: undefined });
     const text = await waitFor('back under another id, canary stale and proven gone', async () => {
       const x = await scrape();
-      return (v(x, 'hypha_serve_hypha_connection_generation', { target: 'main' }) ?? 0) > before
-        && v(x, 'hypha_serve_hypha_server_id_changed', { target: 'main' }) === 1
+      return (v(x, 'hypha_serve_hypha_connection_generation', { hypha: 'main' }) ?? 0) > before
+        && v(x, 'hypha_serve_hypha_server_id_changed', { hypha: 'main' }) === 1
         && v(x, 'hypha_serve_service_cached_server_gone', AM) === 1 ? x : undefined;
     }, 120_000, 250);
     expect(v(text, 'hypha_serve_service_cached_stale', AM)).toBe(1);
-    expect(v(text, 'hypha_serve_hypha_server_info', { target: 'main', server_id: 'sid-fixed' })).toBeUndefined();
+    expect(v(text, 'hypha_serve_hypha_server_info', { hypha: 'main', server_id: 'sid-fixed' })).toBeUndefined();
     const line = problems().find((p) => p.subject === 'hypha/main');
     expect(line).toMatchObject({ severity: 'warning', kind: 'source' });
     expect(line?.text).toMatch(/^came back under another server id \(sid-fixed → [^)]+\): no fixed --server-id/);

@@ -96,7 +96,7 @@ describe('watched artifact manager across Hypha restarts', () => {
         seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'test-worker' }) === 0 ? t : undefined;
     }, 60_000, 200);
     const provider = clientIdOf(text, 'hypha_serve_service_provider_info', S);
-    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', target: AM })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', service: AM })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_service_providers', S)).toBe(1);
     expect(provider).toBeDefined();
     expect(`public/${provider}:artifact-manager`).toBe(holder.heldId);
@@ -197,7 +197,7 @@ describe('watched artifact manager across Hypha restarts', () => {
       void e.scrape().then((t) => {
         scrapes++;
         if (seriesValue(t, 'hypha_serve_service_cached_stale', { ...S, holder: 'exporter' }) === 1) staleSeen++;
-        if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha_service', target: AM }) === 0) downSeen = true;
+        if (seriesValue(t, 'hypha_serve_source_up', { source: 'hypha_service', service: AM }) === 0) downSeen = true;
       });
     }, 100);
     try {

@@ -127,9 +127,9 @@ describe('watched-service witness, holder probes and listed-but-dead providers',
       expect(JSON.parse(warns[0]).level).toBe(40);
       expect(e.lines.filter((l) => l.includes('watched-service sample failed')).length).toBeGreaterThanOrEqual(3);
       const text = await e.scrape();
-      expect(seriesValue(text, 'hypha_serve_source_errors_total', { source: 'hypha_service', target: SVC, reason: 'connect' })).toBeGreaterThanOrEqual(4);
-      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', target: SVC })).toBe(0);
-      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha', target: SVC })).toBeUndefined();
+      expect(seriesValue(text, 'hypha_serve_source_errors_total', { source: 'hypha_service', service: SVC, reason: 'connect' })).toBeGreaterThanOrEqual(4);
+      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', service: SVC })).toBe(0);
+      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha', hypha: SVC })).toBeUndefined();
     } finally {
       await e.close('down');
     }
@@ -262,8 +262,8 @@ ${extra}  - service: ${SVC2}
       expect(cachedCount(text) + cachedTimeouts(text)).toBeGreaterThan(cachedCount(before) + cachedTimeouts(before));
       expect(seriesValue(text, 'hypha_serve_service_canary_reresolves_total', S)).toBe(0);
       expect(e.lines.some((l) => l.includes('continuing the stale canary as the witness'))).toBe(true);
-      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', target: SVC })).toBe(1);
-      expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'hypha_service', target: SVC })).toBe(0.5);
+      expect(seriesValue(text, 'hypha_serve_source_up', { source: 'hypha_service', service: SVC })).toBe(1);
+      expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'hypha_service', service: SVC })).toBe(0.5);
     } finally {
       await e.close('reload');
     }

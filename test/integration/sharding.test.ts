@@ -121,7 +121,7 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
     await waitFor('both shards sampled their clusters', async () => (await prom.vector('hypha_serve_source_up{source="ray"} == 1')).length === 2, 60_000, 500);
     await waitFor('both clusters\' Serve proxies seen', async () => (await prom.vector('group by (ray_cluster) (hypha_serve_proxy_status)')).length === 2, 120_000, 500);
     const up = await prom.vector('hypha_serve_source_up{source="ray"}');
-    expect(up.map((s) => [s.metric.job, s.metric.target]).sort()).toEqual([[EAST, 'east'], [WEST, 'west']]);
+    expect(up.map((s) => [s.metric.job, s.metric.ray_cluster]).sort()).toEqual([[EAST, 'east'], [WEST, 'west']]);
     // Both shards sample the Hypha registry, each under its own job (west cannot reach it).
     expect((await prom.vector('hypha_serve_source_up{source="hypha"}')).map((s) => [s.metric.job, s.value[1]]).sort()).toEqual([[EAST, '1'], [WEST, '0']]);
     // Dashboard template variables (label_values(expr, label)) with "All" selected (.+) upstream.

@@ -51,11 +51,11 @@ describe('CLI', () => {
       expect(await (await fetch(`${base}/`)).text()).toContain('hypha-serve-exporter');
       expect((await fetch(`${base}/-/reload`)).status).toBe(405);
       const m = await (await fetch(`${base}/metrics`)).text();
-      expect(m).toContain('hypha_serve_source_up{source="ray",target="one"} 0');
+      expect(m).toContain('hypha_serve_source_up{source="ray",ray_cluster="one",hypha="",service=""} 0');
 
       t.write('ok.yml', 'ray_clusters:\n  - name: two\n    dashboard_url: http://127.0.0.1:9\n    interval: 1h\n');
       ex.reload();
-      await waitFor('SIGHUP reload', async () => (await (await fetch(`${base}/metrics`)).text()).includes('target="two"'), 10000);
+      await waitFor('SIGHUP reload', async () => (await (await fetch(`${base}/metrics`)).text()).includes('ray_cluster="two"'), 10000);
 
       t.write('ok.yml', 'ray_clusters: {broken\n');
       const bad = await fetch(`${base}/-/reload`, { method: 'POST' });
@@ -63,13 +63,13 @@ describe('CLI', () => {
       expect(await bad.text()).toMatch(/previous configuration kept.*ok\.yml:\d+:\d+/);
       const after = await (await fetch(`${base}/metrics`)).text();
       expect(after).toContain('hypha_serve_exporter_config_last_reload_successful 0');
-      expect(after).toContain('target="two"');
+      expect(after).toContain('ray_cluster="two"');
 
       t.write('ok.yml', 'ray_clusters:\n  - name: three\n    dashboard_url: http://127.0.0.1:9\n    interval: 1h\n');
       expect((await fetch(`${base}/-/reload`, { method: 'POST' })).status).toBe(200);
       const ok = await (await fetch(`${base}/metrics`)).text();
       expect(ok).toContain('hypha_serve_exporter_config_last_reload_successful 1');
-      expect(ok).not.toContain('target="two"');
+      expect(ok).not.toContain('ray_cluster="two"');
     } finally {
       await ex.stop();
     }

@@ -71,6 +71,6 @@ describe('served families against the documented table', () => {
   it('docs/metrics.md parses: every family once, with a known type', () => {
     const d = documentedFamilies(fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'metrics.md'), 'utf8'));
     expect(d.size).toBeGreaterThan(50);
-    expect(d.get('hypha_serve_source_up')).toEqual({ name: 'hypha_serve_source_up', type: 'gauge', labels: ['source', 'target'] });
+    expect(d.get('hypha_serve_source_up')).toEqual({ name: 'hypha_serve_source_up', type: 'gauge', labels: ['hypha', 'ray_cluster', 'service', 'source'] });
   });
 });

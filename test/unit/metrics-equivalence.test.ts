@@ -179,15 +179,15 @@ describe('table renderer ≡ prom-client over the same family table', () => {
     store.setHyphaServer({ ...store.get().hypha!.get('main')!, reconnectsTotal: 5 });
     const oracle = compared(await promClientRender(store.get()));
     expect(before).not.toEqual(oracle);
-    expect(before.hypha_serve_hypha_reconnects_total).toContain('hypha_serve_hypha_reconnects_total{target="main"} 4');
-    expect(oracle.hypha_serve_hypha_reconnects_total).toContain('hypha_serve_hypha_reconnects_total{target="main"} 5');
+    expect(before.hypha_serve_hypha_reconnects_total).toContain('hypha_serve_hypha_reconnects_total{hypha="main"} 4');
+    expect(oracle.hypha_serve_hypha_reconnects_total).toContain('hypha_serve_hypha_reconnects_total{hypha="main"} 5');
     expect(compared(await scrapeText(renderer))).toEqual(oracle);
   });
 
   it('clock-dependent series are present and current on every scrape', async () => {
     const store = storeWith(registrationSnapshot(true));
     const renderer = new MetricsRenderer(store);
-    const age = (t: string) => parseExposition(t).find((x) => x.name === 'hypha_serve_source_sample_age_seconds' && x.labels.target === 'rec')?.value ?? NaN;
+    const age = (t: string) => parseExposition(t).find((x) => x.name === 'hypha_serve_source_sample_age_seconds' && x.labels.ray_cluster === 'rec')?.value ?? NaN;
     const a1 = age(await scrapeText(renderer));
     await new Promise((r) => setTimeout(r, 1100));
     const a2 = age(await scrapeText(renderer));

@@ -69,8 +69,8 @@ describe('served families and their types and labels as docs/metrics.md says', (
         expect(seen).toContain(f);
       }
       const text = await h.scrape();
-      const up = [...(parseFamilies(text).get('hypha_serve_source_up')?.samples ?? [])].map((s) => `${s.labels.source}/${s.labels.target}`).sort();
-      expect(up).toEqual(['hypha/main', 'hypha_service/public/artifact-manager', 'ray/rec']);
+      const up = [...(parseFamilies(text).get('hypha_serve_source_up')?.samples ?? [])].map((s) => `${s.labels.source}/${s.labels.ray_cluster}/${s.labels.hypha}/${s.labels.service}`).sort();
+      expect(up).toEqual(['hypha//main/', 'hypha_service//main/public/artifact-manager', 'ray/rec//']);
     } finally {
       await h.close();
       await ray.close();

@@ -86,7 +86,7 @@ describe.each(versions)('recorded Ray %s answers', (version) => {
         up.set(json(body));
         await h.exporter.sampleAll();
         const text = await scrapeText(h.exporter.metrics);
-        expect(seriesValue(text, 'hypha_serve_source_up', { target: 'rec' })).toBe(1);
+        expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'rec' })).toBe(1);
         // Exactly the recorded apps, each with a full state set.
         const names = Object.keys(body.applications);
         expect(seriesCount(text, 'hypha_serve_app_status')).toBe(names.length * 6);

@@ -44,7 +44,7 @@ describe('Ray Serve source through the exporter', () => {
     h.exporter.start();
     await h.exporter.settled();
     let text = await scrapeText(h.exporter.metrics);
-    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'c1' })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
     expect(seriesCount(text, 'hypha_serve_app_status', { app: 'zero' })).toBe(6);
     expect(seriesValue(text, 'hypha_serve_app_status', { app: 'zero', status: 'DEPLOY_FAILED' })).toBe(0);
@@ -67,7 +67,7 @@ describe('Ray Serve source through the exporter', () => {
     text = await scrapeText(h.exporter.metrics);
     expect(seriesCount(text, 'hypha_serve_app_status')).toBe(0);
     expect(seriesCount(text, 'hypha_serve_deployment_replicas')).toBe(0);
-    expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(1);
     await h.close();
   });
 
@@ -102,12 +102,12 @@ describe('Ray Serve source through the exporter', () => {
     expect(Date.now() - t0).toBeLessThan(5000);
     // /metrics answers from the snapshot, whatever the upstream does.
     const text = await scrapeText(h.exporter.metrics);
-    expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
-    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'c1', reason })).toBe(1);
     expect(seriesCount(text, 'hypha_serve_app_status')).toBe(0);
     up.set(json(serve({ zero: zeroApp })));
     await h.exporter.sampleAll();
-    expect(seriesValue(await scrapeText(h.exporter.metrics), 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
+    expect(seriesValue(await scrapeText(h.exporter.metrics), 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(1);
     await h.close();
   });
 
@@ -163,7 +163,7 @@ describe('Ray Serve source through the exporter', () => {
     expect(seriesValue(text, 'hypha_serve_exporter_config_last_reload_successful')).toBe(1);
     expect(seriesCount(text, 'hypha_serve_app_status', { ray_cluster: 'c1' })).toBe(0);
     expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c2', app: 'zero', status: 'RUNNING' })).toBe(1);
-    expect(seriesCount(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
+    expect(seriesCount(text, 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(0);
     await h.close();
   });
 
@@ -173,25 +173,25 @@ describe('Ray Serve source through the exporter', () => {
     h.exporter.start();
     await h.exporter.settled();
     let text = await scrapeText(h.exporter.metrics);
-    const lastSuccess = seriesValue(text, 'hypha_serve_source_last_success_timestamp_seconds', { source: 'ray', target: 'c1' });
-    expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'ray', target: 'c1' })).toBe(3600);
+    const lastSuccess = seriesValue(text, 'hypha_serve_source_last_success_timestamp_seconds', { source: 'ray', ray_cluster: 'c1' });
+    expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'ray', ray_cluster: 'c1' })).toBe(3600);
     // One failed sample counts an error; the reload must not reset that counter.
     up.set((_req, res) => { res.writeHead(500); res.end('boom'); });
     await h.exporter.sampleAll();
     up.set(json(serve({ zero: zeroApp })));
     await h.exporter.sampleAll();
     text = await scrapeText(h.exporter.metrics);
-    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'http_status' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'c1', reason: 'http_status' })).toBe(1);
     // A changed interval restarts the source; while its first sample is pending nothing may read as down.
     up.set((_req, res) => { setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(serve({ zero: zeroApp }))), 300); });
     h.rewrite(config().replace('interval: 1h', 'interval: 30m'));
     expect(h.exporter.reload().ok).toBe(true);
     text = await scrapeText(h.exporter.metrics);
-    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(1);
-    expect(seriesValue(text, 'hypha_serve_source_last_success_timestamp_seconds', { source: 'ray', target: 'c1' })).toBeGreaterThanOrEqual(lastSuccess ?? Infinity);
-    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'http_status' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'c1' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_last_success_timestamp_seconds', { source: 'ray', ray_cluster: 'c1' })).toBeGreaterThanOrEqual(lastSuccess ?? Infinity);
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'c1', reason: 'http_status' })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_app_status', { ray_cluster: 'c1', app: 'zero', status: 'RUNNING' })).toBe(1);
-    expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'ray', target: 'c1' })).toBe(1800);
+    expect(seriesValue(text, 'hypha_serve_source_interval_seconds', { source: 'ray', ray_cluster: 'c1' })).toBe(1800);
     await h.exporter.settled();
     await h.close();
   });
@@ -230,7 +230,7 @@ describe('Ray Serve source through the exporter', () => {
     h.exporter.start();
     await h.exporter.settled();
     const text = await scrapeText(h.exporter.metrics);
-    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'too_large' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'c1', reason: 'too_large' })).toBe(1);
     await new Promise((r) => setTimeout(r, 200));
     expect(closedEarly).toBe(true);
     await h.close();
@@ -241,14 +241,14 @@ describe('Ray Serve source through the exporter', () => {
     const ok = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    timeout: 2s\n`);
     ok.exporter.start();
     await ok.exporter.settled();
-    expect(seriesValue(await scrapeText(ok.exporter.metrics), 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
+    expect(seriesValue(await scrapeText(ok.exporter.metrics), 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(1);
     await ok.close();
     const late = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    timeout: 50ms\n`);
     late.exporter.start();
     await late.exporter.settled();
     const text = await scrapeText(late.exporter.metrics);
-    expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
-    expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'timeout' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'c1', reason: 'timeout' })).toBe(1);
     await late.close();
   });
 

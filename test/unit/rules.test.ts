@@ -580,8 +580,10 @@ describe('examples/alertmanager.yml', () => {
     const carriesLabel = alerts.filter((a) => new RegExp(`\\$labels\\.${label}\\b`).test(Object.values(a.annotations).join(' '))).map((a) => a.name);
     for (const t of targetsOf(rule)) expect({ target: t, carries: carriesLabel.includes(t) }).toEqual({ target: t, carries: true });
     // The label it matches on is on every target alert (it is in the alert's identity).
+    // Contract v0.3: the exporter names the upstream with that very label, so the source record keeps it.
     const sourceDown = alerts.find((a) => a.name === 'HyphaServeSourceDown');
-    expect(sourceDown && expandedExpr(sourceDown)).toContain(`"${label}", "$1", "target"`);
+    expect(sourceDown && expandedExpr(sourceDown)).toMatch(new RegExp(`max by \\([^)]*\\b${label}\\b[^)]*\\) \\(last_over_time\\(hypha_serve_source_up`));
+    expect(sourceDown && expandedExpr(sourceDown)).not.toContain('label_replace');
   });
 
   test('the other inhibitions match on the identity both alerts share', () => {
@@ -618,14 +620,14 @@ describe('mutations: the tests can fail', () => {
   const MUTATIONS: Mutation[] = [
     {
       what: 'defect 1: guard registration on every Hypha connection of the exporter (v0.1)',
-      from: `* on (${T}job, instance, hypha) group_left () label_replace(hypha_serve_source_up{${S}, source="hypha"} == 1, "hypha", "$1", "target", "(.*)")`,
+      from: `* on (${T}job, instance, hypha) group_left () (hypha_serve_source_up{${S}, source="hypha"} == 1)`,
       to: `* on (${T}job, instance) group_left () min by (${T}job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"})`,
       testFile: 'registration.test.yml',
       failingTest: 'defect 1 - a failing watched-service source, a second Hypha server or another Ray cluster does not silence this app',
     },
     {
       what: 'defect 1: guard watched services on every Hypha connection of the exporter (v0.1)',
-      from: `* on (${T}job, instance, service) group_left () label_replace(hypha_serve_source_up{${S}, source="hypha_service"} == 1, "service", "$1", "target", "(.*)")`,
+      from: `* on (${T}job, instance, service) group_left () (hypha_serve_source_up{${S}, source="hypha_service"} == 1)`,
       to: `* on (${T}job, instance) group_left () min by (${T}job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"})`,
       testFile: 'services.test.yml',
       failingTest: "defect 1 - another watched service's source down does not silence this service's stale proxy",
@@ -730,8 +732,8 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'issue 19: the server-id warning fires on any comeback, under the same id too',
-      from: `label_replace(hypha_serve_hypha_server_id_changed{${S}}, `,
-      to: `label_replace(hypha_serve_hypha_server_id_changed{${S}} * 0 + 1, `,
+      from: `(hypha_serve_hypha_server_id_changed{${S}})`,
+      to: `(hypha_serve_hypha_server_id_changed{${S}} * 0 + 1)`,
       testFile: 'services.test.yml',
       failingTest: 'server id unstable - restart with a fixed server id and a Hypha outage - no warning',
     },
@@ -793,8 +795,8 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'treat a source that is up again after one failed sample as down',
-      from: /max by \(([^)]*)\) \(last_over_time\(hypha_serve_source_up\{([^}]*), source="ray"\}\[5m\]\)\)/,
-      to: 'min by ($1) (min_over_time(hypha_serve_source_up{$2, source="ray"}[5m]))',
+      from: /max by \(([^)]*)\) \(last_over_time\(hypha_serve_source_up\{([^}]*)\}\[5m\]\)\)/,
+      to: 'min by ($1) (min_over_time(hypha_serve_source_up{$2}[5m]))',
       testFile: 'exporter.test.yml',
       failingTest: 'defect 8 - a source failing one sample in three is not down, and a scrape gap does not reset a down source',
     },

@@ -88,7 +88,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       release();
       await h.exporter.settled();
       const m = await get(url, '/metrics');
-      expect(seriesValue(m.text, 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(value);
+      expect(seriesValue(m.text, 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'c1' })).toBe(value);
       expect((await get(url, '/-/ready')).status).toBe(200);
 
       // A reload that restarts the source (interval changed) continues its state: never absent again.
@@ -96,7 +96,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       holding = true;
       expect(h.exporter.reload().ok).toBe(true);
       for (let i = 0; i < 3; i++) {
-        expect(seriesValue(await scrapeText(h.exporter.metrics), 'hypha_serve_source_up', { source: 'ray', target: 'c1' })).toBe(value);
+        expect(seriesValue(await scrapeText(h.exporter.metrics), 'hypha_serve_source_up', { source: 'ray', ray_cluster: 'c1' })).toBe(value);
         expect((await get(url, '/-/ready')).status).toBe(200);
         await sleep(20);
       }
@@ -123,17 +123,17 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
     try {
       await h.exporter.settled();
       let text = await scrapeText(h.exporter.metrics);
-      expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
-      const read1 = seriesValue(text, 'hypha_serve_credential_last_read_timestamp_seconds', { source: 'ray', target: 'c1', file: tokenFile });
+      expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(1);
+      const read1 = seriesValue(text, 'hypha_serve_credential_last_read_timestamp_seconds', { source: 'ray', ray_cluster: 'c1', file: tokenFile });
       expect(read1).toBeGreaterThan(0);
-      expect(seriesValue(text, 'hypha_serve_credential_read_errors_total', { source: 'ray', target: 'c1', file: tokenFile })).toBe(0);
+      expect(seriesValue(text, 'hypha_serve_credential_read_errors_total', { source: 'ray', ray_cluster: 'c1', file: tokenFile })).toBe(0);
 
       // The upstream now wants a new token; the file still holds the old one: refused, counted as auth.
       accepted = 'ray-token-new';
       await h.exporter.sampleAll();
       text = await scrapeText(h.exporter.metrics);
-      expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(0);
-      expect(seriesValue(text, 'hypha_serve_source_errors_total', { target: 'c1', reason: 'auth' })).toBe(1);
+      expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(0);
+      expect(seriesValue(text, 'hypha_serve_source_errors_total', { ray_cluster: 'c1', reason: 'auth' })).toBe(1);
 
       // The file is rotated (no reload): the next request carries the new token.
       await sleep(20);
@@ -141,7 +141,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       await h.exporter.sampleAll();
       text = await scrapeText(h.exporter.metrics);
       expect(seen[seen.length - 1]).toBe('Bearer ray-token-new');
-      expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
+      expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(1);
       expect(seriesValue(text, 'hypha_serve_credential_last_read_timestamp_seconds', { file: tokenFile })).toBeGreaterThan(read1 ?? Infinity);
 
       // Mid-swap the file is missing: the last good token stays in use and the spell is counted and logged.
@@ -149,7 +149,7 @@ describe('exporter start: no false 0, not ready until the first attempt ends', (
       await h.exporter.sampleAll();
       text = await scrapeText(h.exporter.metrics);
       expect(seen[seen.length - 1]).toBe('Bearer ray-token-new');
-      expect(seriesValue(text, 'hypha_serve_source_up', { target: 'c1' })).toBe(1);
+      expect(seriesValue(text, 'hypha_serve_source_up', { ray_cluster: 'c1' })).toBe(1);
       expect(seriesValue(text, 'hypha_serve_credential_read_errors_total', { file: tokenFile })).toBe(1);
       expect(h.lines.join('')).toContain('token file cannot be read; keeping the last token read');
       fs.writeFileSync(tokenFile, 'ray-token-new\n');

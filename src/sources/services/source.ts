@@ -22,7 +22,7 @@ export interface WatchedServicesConnection {
   options: HyphaConnectOptions;
 }
 
-/** Health kind of a watched-service source in hypha_serve_source_up (target = the service id). */
+/** Health kind of a watched-service source in hypha_serve_source_up (labels `service` = the service id, `hypha` = its server). */
 // Not "hypha": a failing watched-service connection must silence only what derives from that
 // service. Under "hypha" it would also silence the registration alerts, which come from the
 // registry connection and are not affected by this one.
@@ -81,7 +81,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     // histograms, and above all the witness (a reload is not evidence that clients recovered).
     this.#tookHandover = handover !== undefined;
     this.#book = new HealthBook({
-      kind: SERVICE_SOURCE_KIND, target: cfg.service, intervalSeconds: cfg.intervalMs / 1000, handover: handover?.health,
+      kind: SERVICE_SOURCE_KIND, target: cfg.service, hypha: conn.name, intervalSeconds: cfg.intervalMs / 1000, handover: handover?.health,
       log, label: 'watched-service', fields: { service: cfg.service, hypha: conn.name }, credential: conn.options.token,
     });
     if (handover?.health.up) {
