@@ -25,17 +25,20 @@ export const REGISTRATION = {
 
 /**
  * Registration state -> the sentence a page gives for it (the runbook branch to take). A total map:
- * a state added to the exporter fails to compile here until the page can explain it.
+ * a state added to the exporter fails to compile here until the page can explain it. No `,` or `=`:
+ * vmalert keys a recorded series by `name=value,...` and splits that key to write the staleness marker
+ * of a series that left the result (app/vmalert/rule/recording.go, stringToLabels, v1.151.0), so a
+ * label value with either gets its marker on another series and the old context lingers for 5 min.
  */
 export const CAUSE_TEXT: Record<RegistrationState, string> = {
   missing_scaled_to_zero: 'it was registered and disappeared while a deployment of the app was idle at zero replicas (incident 1a)',
-  missing_never_registered: 'this exporter saw the deployment come up, and it has never been registered since (incident 1b)',
-  missing_crashed: 'a deployment of the app is DEPLOY_FAILED or UNHEALTHY, or a sibling deployment cannot serve',
+  missing_never_registered: 'this exporter saw the deployment come up and it has never been registered since (incident 1b)',
+  missing_crashed: 'a deployment of the app is DEPLOY_FAILED or UNHEALTHY or a sibling deployment cannot serve',
   missing_after_reconnect: 'it was registered before a Hypha outage and has not re-registered since the exporter reconnected',
   missing_history_unknown: 'it was already missing when the exporter started; whether it was ever registered is unknown',
   missing_other: 'none of the causes the exporter can tell apart applies',
   registered: 'the service is registered again',
-  not_running: 'Serve is (re)deploying or deleting the app, so no registration is due',
+  not_running: 'Serve is (re)deploying or deleting the app: no registration is due',
 };
 
 /**

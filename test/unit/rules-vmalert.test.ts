@@ -253,7 +253,9 @@ describe(`vmalert-tool ${ENGINE_VERSIONS.victoriametrics} unittest`, () => {
     rules = writeSplitRules(dir);
   });
   afterAll(() => {
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    // KEEP_VMALERT_DIR=1 keeps the translated files to rerun one case by hand (the path is printed).
+    if (dir && process.env.KEEP_VMALERT_DIR === '1') process.stdout.write(`[rules-vmalert] translated files kept in ${dir}\n`);
+    else if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   test('vmalert-tool is built, or this run says it did not check (outside CI only)', () => {

@@ -413,6 +413,15 @@ describe('rule files', () => {
   });
 });
 
+  test('no label value a recording rule writes holds "," or "=" (vmalert would misplace its staleness marker)', () => {
+    // vmalert v1.151.0 keys a recorded series as name=value,... and splits that key to write the staleness
+    // marker when the series leaves the result (app/vmalert/rule/recording.go, stringToLabels): a value with
+    // "," or "=" sends the marker to another series, and the old series lingers (an extra cause on a page).
+    const written = [...rules.flatMap((r) => [...r.expr.matchAll(/, "([a-zA-Z_]+)", "((?:[^"\\]|\\.)*)", "[a-zA-Z_]*", "/g)].map((m) => ({ rule: r.name, label: m[1], value: m[2] })))];
+    expect(written.filter((w) => w.label === 'reason').length).toBeGreaterThanOrEqual(8);
+    expect(written.filter((w) => /[,=]/.test(w.value))).toEqual([]);
+  });
+
 describe('promtool unit-test coverage', () => {
   const cases = alertCases();
 
