@@ -48,7 +48,7 @@ export type CauseWaitAlert = (typeof CAUSE_WAIT_ALERTS)[number];
 const causeWait = z.strictObject({ proven: duration, uncertain: duration });
 
 /** Labels the pack's own identities use: a topology label may not be one of them. */
-const RESERVED_LABELS = new Set(['job', 'instance', 'ray_cluster', 'app', 'hypha', 'service', 'holder', 'deployment', 'source', 'target', 'state', 'status', 'worker', 'severity', 'alertname']);
+const RESERVED_LABELS = new Set(['job', 'instance', 'ray_cluster', 'app', 'hypha', 'service', 'holder', 'deployment', 'source', 'state', 'status', 'worker', 'severity', 'alertname']);
 
 const configSchema = z.strictObject({
   topology_labels: z.array(z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name')).refine((l) => !l.some((n) => RESERVED_LABELS.has(n)), 'must not name a label the pack uses itself (job, instance, ray_cluster, app, hypha, service, ...)'),

@@ -52,19 +52,19 @@ function alert(alertname: string, severity: string, labels: Record<string, strin
 // Fact alerts carry no instance (the rules aggregate it away); each scenario runs under its own job.
 // A (job -a): Hypha is down - the registry connection and two watched services. The registration
 //   alert of that Hypha server and the stale proxy of a down service are inhibited, and the three
-//   HyphaServeSourceDown alerts arrive as one notification (defect 6: not one per target).
+//   HyphaServeSourceDown alerts arrive as one notification (defect 6: not one per upstream).
 // B (job -b): Ray cluster kth is down: kth's Serve alerts are inhibited, ebi's are not; the worker
 //   view of ebi's unregistered app is inhibited by the Ray view of the same (ray_cluster, app, hypha).
 // C (job -c): a stale cached proxy inhibits its cached-probe symptom.
 // D (job -d): only the watched service ws-lab/model-registry is down (defect 1): it silences
 //   neither another service's stale proxy nor a registration alert.
 const ALERTS = {
-  hyphaDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha', target: 'main', hypha: 'main' }),
-  amDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha_service', target: 'public/artifact-manager', service: 'public/artifact-manager' }),
-  registryDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha_service', target: 'ws-lab/model-registry', service: 'ws-lab/model-registry' }),
+  hyphaDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha', hypha: 'main' }),
+  amDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha_service', service: 'public/artifact-manager', hypha: 'main' }),
+  registryDownA: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-a`, source: 'hypha_service', service: 'ws-lab/model-registry', hypha: 'main' }),
   notRegisteredA: alert('HyphaServeAppRunningNotRegistered', 'critical', { job: `${JOB}-a`, ray_cluster: 'kth', app: 'model-runner', hypha: 'main' }),
   staleA: alert('HyphaServiceCachedProxyStale', 'critical', { job: `${JOB}-a`, service: 'public/artifact-manager', holder: 'exporter' }),
-  rayDownB: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-b`, source: 'ray', target: 'kth', ray_cluster: 'kth' }),
+  rayDownB: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-b`, source: 'ray', ray_cluster: 'kth' }),
   unhealthyKthB: alert('HyphaServeAppUnhealthy', 'warning', { job: `${JOB}-b`, ray_cluster: 'kth', app: 'model-runner' }),
   noProxyKthB: alert('HyphaServeAllProxiesUnready', 'critical', { job: `${JOB}-b`, ray_cluster: 'kth' }),
   unhealthyEbiB: alert('HyphaServeAppUnhealthy', 'warning', { job: `${JOB}-b`, ray_cluster: 'ebi', app: 'cellpose' }),
@@ -74,7 +74,7 @@ const ALERTS = {
   }),
   staleC: alert('HyphaServiceCachedProxyStale', 'critical', { job: `${JOB}-c`, service: 'public/artifact-manager', holder: 'exporter' }),
   cachedProbeC: alert('HyphaServiceCachedProbeFailing', 'critical', { job: `${JOB}-c`, service: 'public/artifact-manager', via: 'cached' }),
-  registryDownD: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-d`, source: 'hypha_service', target: 'ws-lab/model-registry', service: 'ws-lab/model-registry' }),
+  registryDownD: alert('HyphaServeSourceDown', 'critical', { job: `${JOB}-d`, source: 'hypha_service', service: 'ws-lab/model-registry', hypha: 'main' }),
   staleD: alert('HyphaServiceCachedProxyStale', 'critical', { job: `${JOB}-d`, service: 'public/artifact-manager', holder: 'exporter' }),
   notRegisteredD: alert('HyphaServeAppRunningNotRegistered', 'critical', { job: `${JOB}-d`, ray_cluster: 'kth', app: 'model-runner', hypha: 'main' }),
 };
@@ -187,7 +187,7 @@ describe.each(alertmanagerVersions().map((v) => [v.label, v] as const))('Alertma
     for (const k of INHIBITED) expect({ k, delivered: all.some((l) => sameAlert(l, k)) }).toEqual({ k, delivered: false });
     for (const k of TO_PAGER) expect({ k, inChat: delivered('/chat').some((l) => sameAlert(l, k)) }).toEqual({ k, inChat: false });
     // Defect 6: the Hypha-side HyphaServeSourceDown alerts share one notification (group_by has no
-    // source/target/service), while the Ray cluster's outage is its own.
+    // source/service), while the Ray cluster's outage is its own.
     const withHyphaOutage = deliveries.filter((d) => d.body.alerts.some((a) => ONE_HYPHA_OUTAGE.some((k) => sameAlert(a.labels, k))));
     expect(withHyphaOutage.length).toBe(1);
     for (const k of ONE_HYPHA_OUTAGE) expect({ k, inIt: withHyphaOutage[0].body.alerts.some((a) => sameAlert(a.labels, k)) }).toEqual({ k, inIt: true });
