@@ -52,7 +52,8 @@ export class RegistrationStage {
   /**
    * Template mappings' expected services per cluster (a pure function of the app's name, the mapping
    * and the connection's workspace; rendering and parsing the template per app and evaluation cost
-   * more than the lookup). Rebuilt when the mapping or the workspace changes.
+   * more than the lookup). Holds the apps of the cluster's last evaluation; dropped when the mapping or
+   * the workspace changes.
    */
   readonly #templates = new Map<string, { mapping: StageCluster['mapping']; workspace: string; byApp: Map<string, ExpectedService | undefined> }>();
 
@@ -158,22 +159,21 @@ export class RegistrationStage {
       settleMs,
     };
     const expected = new Map<string, ExpectedService>();
-    const templates = this.#templatesOf(c, connectionWorkspace);
+    // Not a BioEngine app: the template mapping decides from the app's name alone, so the last
+    // evaluation's answer stands; the cache is rebuilt from the apps Serve lists now, so one that left is dropped.
+    const cached = this.#templatesOf(c, connectionWorkspace);
+    const templates = new Map<string, ExpectedService | undefined>();
     for (const app of sample.state.apps) {
       let e: ExpectedService | undefined;
       if (c.mapping.bioengine.enabled && isBioEngineApp(app)) {
         e = expectedService(c.cluster, app, c.mapping, connectionWorkspace, dir, this.#tracker.lastWorkerClientId(c.cluster, app.name));
-      } else if (templates.has(app.name)) {
-        e = templates.get(app.name);
       } else {
-        // Not a BioEngine app here: the template mapping decides, from the app's name alone.
-        e = expectedService(c.cluster, app, c.mapping, connectionWorkspace, dir);
+        e = cached.has(app.name) ? cached.get(app.name) : expectedService(c.cluster, app, c.mapping, connectionWorkspace, dir);
         templates.set(app.name, e);
       }
       if (e) expected.set(app.name, e);
     }
-    // Apps that left Serve would otherwise stay cached for good.
-    if (templates.size > 2 * sample.state.apps.length + 100) templates.clear();
+    this.#templates.set(c.cluster, { mapping: c.mapping, workspace: connectionWorkspace, byApp: templates });
     const workspaces = new Set([...expected.values()].map((e) => e.workspace));
     if (![...workspaces].every((ws) => hypha.registry.has(ws))) return previous();
     const providers = this.#providerIndex(c.cluster, [...workspaces].map((ws) => hypha.registry.get(ws)));
@@ -206,12 +206,10 @@ export class RegistrationStage {
   }
 
   /** The cluster's cache of template-mapped expected services, emptied when its mapping or the connection's workspace changed. */
-  #templatesOf(c: StageCluster, workspace: string): Map<string, ExpectedService | undefined> {
+  /** The last evaluation's template answers of the cluster, while its mapping and workspace are the same; else none. */
+  #templatesOf(c: StageCluster, workspace: string): ReadonlyMap<string, ExpectedService | undefined> {
     const t = this.#templates.get(c.cluster);
-    if (t && t.mapping === c.mapping && t.workspace === workspace) return t.byApp;
-    const byApp = new Map<string, ExpectedService | undefined>();
-    this.#templates.set(c.cluster, { mapping: c.mapping, workspace, byApp });
-    return byApp;
+    return t && t.mapping === c.mapping && t.workspace === workspace ? t.byApp : new Map();
   }
 
   /**

@@ -135,6 +135,28 @@ describe('RegistrationStage', () => {
     stage.stop();
   });
 
+  it('a template answer is reused only while the connection workspace is the same, and only for apps Serve still lists', async () => {
+    const { store, stage } = setup();
+    stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public')] });
+    stage.start();
+    store.setRayCluster(ray('a', [app('x'), app('y')]));
+    store.setHyphaServer(hypha('public', [svc('ws', 'bridge', 'x')]));
+    await flush();
+    const services = () => (store.get().registration?.apps ?? []).map((a) => [a.app, a.service, a.state]);
+    expect(services()).toEqual([['x', 'ws/bridge:x', 'registered'], ['y', 'ws/bridge:y', 'missing_history_unknown']]);
+    // A reconnect into another workspace: the templates render again against it.
+    store.setHyphaServer({ ...hypha('public', []), workspace: 'ws2', registry: new Map([['ws2', [svc('ws2', 'bridge', 'x')]]]) });
+    await flush();
+    expect(services()).toEqual([['x', 'ws2/bridge:x', 'registered'], ['y', 'ws2/bridge:y', 'missing_history_unknown']]);
+    // y leaves Serve (dropped from the cache) and comes back: expected on the same service again.
+    store.setRayCluster(ray('a', [app('x')]));
+    await flush();
+    store.setRayCluster(ray('a', [app('x'), app('y')]));
+    await flush();
+    expect(services()).toEqual([['x', 'ws2/bridge:x', 'registered'], ['y', 'ws2/bridge:y', 'missing_history_unknown']]);
+    stage.stop();
+  });
+
   it('without a Hypha server nothing is judged and the registration part is absent', async () => {
     const { store, stage } = setup();
     stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public')] });
