@@ -15,6 +15,7 @@ export const REGISTRATION = {
   stuckHeld: 'ray_cluster_app:hypha_serve_app_registration_stuck:held',
   page: 'ray_cluster_app:hypha_serve_app_running_not_registered:page',
   cause: 'ray_cluster_app:hypha_serve_app_registration_state:cause',
+  causeDigits: 'ray_cluster_app:hypha_serve_app_registration_state:cause_digits',
   context: 'ray_cluster_app:hypha_serve_app_not_registered:context',
   workerRunningNotRegistered: 'ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool',
   workerAppRunningNotRegistered: 'ray_cluster_app:hypha_serve_worker_app_running_not_registered:bool',
@@ -54,6 +55,35 @@ function withReason(series: string): string {
     ['a state this rules pack does not know', 'reason', ''],
   ];
   return steps.reduce((inner, [text, src, regex]) => `label_replace(${inner}, "reason", "${text.replace(/"/g, '\\"')}", "${src}", "${regex}")`, series);
+}
+
+/**
+ * The registration states in the order of the page's cause list (by name, as the context's
+ * sortByLabel "state"), one decimal digit each in the cause_digits record: the k-th state is 10^(n-1-k).
+ */
+export const CAUSE_ORDER = (Object.keys(CAUSE_TEXT) as RegistrationState[]).sort();
+
+/** The cause_digits record: one digit per state of the cause record, 0 while the page has no known cause. */
+function causeDigits(series: string, id: string, page: string): string {
+  const n = CAUSE_ORDER.length;
+  const terms = CAUSE_ORDER.map((state, k) => `${series}{state="${state}"} * ${10 ** (n - 1 - k)}`);
+  return block(`
+      sum by (${id}) (
+          ${terms.join('\n        or\n          ')}
+      )
+    or on (${id})
+      ${page} * 0
+  `);
+}
+
+/**
+ * The `cause` annotation from the alert's value (its cause digits), without a query: each state
+ * whose digit is 1, in CAUSE_ORDER, joined by ", "; "unknown" when none is.
+ */
+function causeFromDigits(): string {
+  const n = CAUSE_ORDER.length;
+  const each = CAUSE_ORDER.map((state, k) => `{{ if eq (slice $d ${k} ${k + 1}) "1" }}{{ $sep }}${state}{{ $sep = ", " }}{{ end }}`);
+  return `{{ $d := printf "%0${n}.0f" $value }}{{ $sep := "" }}${each.join('')}{{ if not $sep }}unknown{{ end }}`;
 }
 
 export function registrationGroup(c: MixinConfig): Group {
@@ -156,14 +186,22 @@ export function registrationGroup(c: MixinConfig): Group {
             )
         `),
       },
+      {
+        record: R.causeDigits,
+        comment:
+          `The page's causes as one number, for the cause annotation without a query: a decimal digit per registration state ` +
+          `(${CAUSE_ORDER.join(', ')}, from the left), 1 where the state is a cause in ${R.cause}; ` +
+          `0 while the page condition is recorded but no state is known.`,
+        expr: causeDigits(R.cause, app, R.page),
+      },
       alert(c, 'HyphaServeAppRunningNotRegistered', {
         comment:
           `Identity (${app}): the expected service id changes while the condition holds (a worker restart), so it is in ` +
-          `the text only. Per-cause wait: ${R.page}.`,
-        expr: `${R.page} == 1\n`,
+          `the text only. Per-cause wait: ${R.page}. The value is ${R.causeDigits}, which the cause annotation reads.`,
+        expr: `${R.causeDigits} and on (${app}) ${R.page} == 1\n`,
         annotations: {
           summary: 'Serve app is RUNNING but its Hypha service is not registered.',
-          cause: `{{ range $i, $c := ${queryOf(c, R.context, ID.app)} | sortByLabel "state" }}{{ if $i }}, {{ end }}{{ $c.Labels.state }}{{ else }}unknown{{ end }}`,
+          cause: causeFromDigits(),
           description: prose(`
             ${ctx}Ray Serve app {{ $labels.app }} on Ray cluster {{ $labels.ray_cluster }} is RUNNING, but its expected Hypha
             service {{ with $ctx }}{{ . | first | label "service" }}{{ else }}(unknown){{ end }} has been absent from the registry
