@@ -20,22 +20,28 @@ jest_run() { # name minutes jest-args...
   timeout --kill-after=30s "${minutes}m" npx jest --forceExit --json --outputFile="test-artifacts/jest-$name.json" "$@"
 }
 
-jest_run unit 15 --selectProjects unit || rc=1
+# Two workers: jest's default is one per core but one, a single worker on CI's 2 cores, and the costliest
+# unit files mostly wait on promtool and vmalert-tool child processes.
+jest_run unit 15 --selectProjects unit --maxWorkers=2 || rc=1
 # The linter (typescript-eslint, knip: `npm run lint`); a finding fails the run like a failed test.
 lint_failed=0
 npm run --silent lint || { rc=1; lint_failed=1; }
 
 # Integration files mostly wait (for rule `for:` windows, pages, restarts): one file at a time
-# keeps the 2 CI cores about a quarter busy. So two lanes run side by side, each one file at a
-# time, split by their measured durations. Two files run alone afterwards: the HA pair, whose
-# "exactly once" rests on Alertmanager gossip within its peer timeout, and the setup idempotence
-# check, which rebuilds dist/ that the other files start the exporter from.
-# INTEGRATION_LANES=1 runs everything one file at a time.
+# keeps the 2 CI cores about a quarter busy. So three lanes run side by side, each one file at a
+# time, split by their measured durations (test-artifacts/jest-integration-*.json of a CI run: about
+# 15 min each). Two files run alone afterwards: the HA pair, whose "exactly once" rests on
+# Alertmanager gossip within its peer timeout, and the setup idempotence check, which rebuilds dist/
+# that the other files start the exporter from. INTEGRATION_LANES=1 runs everything one file at a time.
 alone=(ha-pair setup-idempotent)
-# Lane b keeps every install-* file (they apt-get and build images) and lane a none.
-lane_a=(e2e-incidents page-continuity hypha-registration status-page-browser dashboards-live prometheus-versions hypha-client services-witness runbooks-apps)
+# Lane b takes every file not listed here (a new file lands there), and every install-* file (they
+# apt-get and build images): lanes a and c list none.
+lane_a=(e2e-incidents runbooks-apps hypha-client services-witness services-providers alertmanager-routing server-id)
+lane_c=(page-continuity status-page-browser dashboards-live hypha-registration prometheus-versions runbooks-hypha credentials services-restart ray-serve-exporter runbooks-web ray-harness hypha-faults)
+lanes=(integration-a integration-b integration-c)
 pattern() { local IFS='|'; echo "test/integration/($*)\\.test\\.ts$"; }
-if [ "${INTEGRATION_LANES:-2}" = 1 ]; then
+if [ "${INTEGRATION_LANES:-3}" = 1 ]; then
+  lanes=(integration)
   jest_run integration 45 --selectProjects integration --runInBand || rc=1
 else
   lane_log() { # name: the lane's console output, shown whole once it ends so the lanes do not interleave
@@ -43,22 +49,26 @@ else
   }
   jest_run integration-a 40 --selectProjects integration --runInBand --testPathPattern "$(pattern "${lane_a[@]}")" >"$(lane_log integration-a)" 2>&1 &
   pid_a=$!
-  jest_run integration-b 40 --selectProjects integration --runInBand --testPathIgnorePatterns "$(pattern "${lane_a[@]}" "${alone[@]}")" >"$(lane_log integration-b)" 2>&1 &
+  jest_run integration-b 40 --selectProjects integration --runInBand --testPathIgnorePatterns "$(pattern "${lane_a[@]}" "${lane_c[@]}" "${alone[@]}")" >"$(lane_log integration-b)" 2>&1 &
   pid_b=$!
+  jest_run integration-c 40 --selectProjects integration --runInBand --testPathPattern "$(pattern "${lane_c[@]}")" >"$(lane_log integration-c)" 2>&1 &
+  pid_c=$!
   wait "$pid_a" || rc=1
   wait "$pid_b" || rc=1
-  for lane in integration-a integration-b; do
+  wait "$pid_c" || rc=1
+  for lane in "${lanes[@]}"; do
     echo "=== $lane ==="
     cat "$(lane_log "$lane")"
   done
+  lanes+=(integration-alone)
   jest_run integration-alone 20 --selectProjects integration --runInBand --testPathPattern "$(pattern "${alone[@]}")" || rc=1
 fi
 
-LINT_FAILED="$lint_failed" node -e '
+LINT_FAILED="$lint_failed" LANES="${lanes[*]}" node -e '
 const fs = require("fs");
 let p = 0, f = 0, s = 0;
 if (process.env.LINT_FAILED === "1") { f += 1; console.log("lint: findings (npm run lint)"); }
-const lanes = process.env.INTEGRATION_LANES === "1" ? ["integration"] : ["integration-a", "integration-b", "integration-alone"];
+const lanes = process.env.LANES.split(" ");
 for (const n of ["unit", ...lanes]) {
   const file = `test-artifacts/jest-${n}.json`;
   if (!fs.existsSync(file)) { f += 1; console.log(`${n}: no results (runner crashed)`); continue; }
