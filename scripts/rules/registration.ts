@@ -77,13 +77,17 @@ function causeDigits(series: string, id: string, page: string): string {
 }
 
 /**
- * The `cause` annotation from the alert's value (its cause digits), without a query: each state
- * whose digit is 1, in CAUSE_ORDER, joined by ", "; "unknown" when none is.
+ * The `cause` annotation from the alert's value (its cause digits): one cause, the usual case, is a
+ * power of ten and is named by a comparison, with no query. Several (an HA pair whose replicas
+ * disagree) are listed from the context series, by the one query this annotation makes; 0 is
+ * "unknown". Comparisons, not a digit-by-digit decode: Prometheus parses every annotation template
+ * anew for every alert at every evaluation, so the template's size is a cost at 1,000 pages.
  */
-function causeFromDigits(): string {
+function causeFromDigits(c: MixinConfig, context: string, id: readonly string[]): string {
   const n = CAUSE_ORDER.length;
-  const each = CAUSE_ORDER.map((state, k) => `{{ if eq (slice $d ${k} ${k + 1}) "1" }}{{ $sep }}${state}{{ $sep = ", " }}{{ end }}`);
-  return `{{ $d := printf "%0${n}.0f" $value }}{{ $sep := "" }}${each.join('')}{{ if not $sep }}unknown{{ end }}`;
+  const one = CAUSE_ORDER.map((state, k) => `{{ ${k ? 'else if' : 'if'} eq $value ${(10 ** (n - 1 - k)).toFixed(1)} }}${state}`);
+  const several = `{{ range $i, $c := ${queryOf(c, context, id)} | sortByLabel "state" }}{{ if $i }}, {{ end }}{{ $c.Labels.state }}{{ end }}`;
+  return `${one.join('')}{{ else if eq $value 0.0 }}unknown{{ else }}${several}{{ end }}`;
 }
 
 export function registrationGroup(c: MixinConfig): Group {
@@ -201,7 +205,7 @@ export function registrationGroup(c: MixinConfig): Group {
         expr: `${R.causeDigits} and on (${app}) ${R.page} == 1\n`,
         annotations: {
           summary: 'Serve app is RUNNING but its Hypha service is not registered.',
-          cause: causeFromDigits(),
+          cause: causeFromDigits(c, R.context, ID.app),
           description: prose(`
             ${ctx}Ray Serve app {{ $labels.app }} on Ray cluster {{ $labels.ray_cluster }} is RUNNING, but its expected Hypha
             service {{ with $ctx }}{{ . | first | label "service" }}{{ else }}(unknown){{ end }} has been absent from the registry
