@@ -79,15 +79,15 @@ function causeDigits(series: string, id: string, page: string): string {
 /**
  * The `cause` annotation from the alert's value (its cause digits): one cause, the usual case, is a
  * power of ten and is named by a comparison, with no query. Several (an HA pair whose replicas
- * disagree) are listed from the context series, by the one query this annotation makes; 0 is
- * "unknown". Comparisons, not a digit-by-digit decode: Prometheus parses every annotation template
+ * disagree) and none (0: no state known, or an engine whose digits lag) are listed from the context
+ * series, by the one query this annotation makes. Comparisons, not a digit-by-digit decode: Prometheus parses every annotation template
  * anew for every alert at every evaluation, so the template's size is a cost at 1,000 pages.
  */
 function causeFromDigits(c: MixinConfig, context: string, id: readonly string[]): string {
   const n = CAUSE_ORDER.length;
   const one = CAUSE_ORDER.map((state, k) => `{{ ${k ? 'else if' : 'if'} eq $value ${(10 ** (n - 1 - k)).toFixed(1)} }}${state}`);
-  const several = `{{ range $i, $c := ${queryOf(c, context, id)} | sortByLabel "state" }}{{ if $i }}, {{ end }}{{ $c.Labels.state }}{{ end }}`;
-  return `${one.join('')}{{ else if eq $value 0.0 }}unknown{{ else }}${several}{{ end }}`;
+  const several = `{{ range $i, $c := ${queryOf(c, context, id)} | sortByLabel "state" }}{{ if $i }}, {{ end }}{{ $c.Labels.state }}{{ else }}unknown{{ end }}`;
+  return `${one.join('')}{{ else }}${several}{{ end }}`;
 }
 
 export function registrationGroup(c: MixinConfig): Group {
