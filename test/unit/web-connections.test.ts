@@ -18,7 +18,7 @@ describe('half-open connections', () => {
   beforeAll(() => ensureBuilt());
   afterAll(() => t.cleanup());
 
-  it('5,000 half-open HTTP connections are closed within the header timeout; a scrape meanwhile stays within 2x its baseline', async () => {
+  it('5,000 half-open HTTP connections are closed within the header timeout; a scrape meanwhile stays near its baseline (not queued behind them)', async () => {
     const ex = await spawnExporter({ name: 'web-connections-http', config: 'ray_clusters: []\n', logLevel: 'info', args: [`--web.header-timeout=${TIMEOUT_MS}ms`] });
     try {
       const url = `${ex.url}/metrics`;
@@ -34,7 +34,11 @@ describe('half-open connections', () => {
       process.stdout.write(`plain: ${JSON.stringify(result)} scrape ${baseline.toFixed(1)} → ${during.scrape.toFixed(1)} ms, RSS ${rssBefore.toFixed(0)} → ${during.rss.toFixed(0)} MB\n`);
       expect(result.leftOpen).toBe(0);
       expect(result.closedByMs).toBeLessThanOrEqual(TIMEOUT_MS + SLACK_MS);
-      expect(during.scrape).toBeLessThanOrEqual(Math.max(2 * baseline, baseline + 5));
+      // The attack runs in this process, on the same cores as the exporter (and, in the test command, next to
+      // another jest worker): 4.8 -> 10.3 ms was seen with two workers. A scrape queued behind the connections
+      // (the cap holding it, a blocked event loop) takes hundreds of ms or the header timeout; the figures are in
+      // BENCHMARKS.md (web-security).
+      expect(during.scrape).toBeLessThanOrEqual(Math.max(3 * baseline, baseline + 25));
       // The cap (1,024 by default) bounds what the connections cost.
       expect(during.rss - rssBefore).toBeLessThan(60);
     } finally {
