@@ -6,6 +6,8 @@
 //      defaults on Prometheus 2.42 and 3.x (bench/shipped-replay.ts; `npm run bench:time-to-page:real`).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Session } from 'node:inspector/promises';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { HyphaConnection } from '../src/sources/hypha/client';
@@ -151,15 +153,38 @@ async function hyphaProcess(n: number, rayUrl: string, hyphaUrl: string, token: 
   }
 }
 
+/** BENCH_CPU_PROFILE=dir: a V8 CPU profile of the measured in-process cycles, for finding where their time goes. */
+async function startProfile(): Promise<{ stop(name: string): Promise<void> } | undefined> {
+  const dir = process.env.BENCH_CPU_PROFILE;
+  if (!dir) return undefined;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop(name: string) {
+      const { profile } = await session.post('Profiler.stop');
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}
+
 async function hyphaScale(sizes: number[]): Promise<string> {
   const hypha = await startHypha({});
   const calls: Record<string, number> = {};
+  /** Wall time of each listServices: the Hypha server composing the answer, its transfer and its decoding here. */
+  const listMs: number[] = [];
   // Count every RPC the exporter's Hypha connection makes, by method (the in-process exporter's).
   for (const m of ['listServices', 'getServiceInfo', 'callDirect', 'subscribe'] as const) {
     const orig = HyphaConnection.prototype[m] as (...a: unknown[]) => Promise<unknown>;
     (HyphaConnection.prototype as unknown as Record<string, unknown>)[m] = function (this: HyphaConnection, ...a: unknown[]) {
       calls[m] = (calls[m] ?? 0) + 1;
-      return orig.apply(this, a);
+      const t0 = performance.now();
+      const r = orig.apply(this, a);
+      if (m === 'listServices') void r.then(() => listMs.push(performance.now() - t0), () => undefined);
+      return r;
     };
   }
   const cycles = 10;
@@ -192,21 +217,31 @@ async function hyphaScale(sizes: number[]): Promise<string> {
           await h.exporter.settled();
           await waitFor('registered series', async () => registeredCount(await h.scrape()) === n, 120_000, 500);
           for (const k of Object.keys(calls)) delete calls[k];
+          listMs.length = 0;
+          const cpuMs: number[] = [];
           const times: number[] = [];
           const renders: number[] = [];
           let text = '';
+          const profile = await startProfile();
           for (let i = 0; i < cycles; i++) {
+            const cpu0 = process.cpuUsage();
             let t0 = performance.now();
             await h.exporter.sampleAll();
             times.push(performance.now() - t0);
+            // The render is the body as the HTTP handler writes it (buffers); decoding it back into one
+            // string, only to count series here, is not part of it.
             t0 = performance.now();
-            text = await h.scrape();
+            const body = await h.exporter.metrics.scrape('prometheus', 'identity');
             renders.push(performance.now() - t0);
+            const cpu = process.cpuUsage(cpu0);
+            cpuMs.push((cpu.user + cpu.system) / 1000);
+            if (i === cycles - 1) text = Buffer.concat(body.chunks).toString('utf8');
           }
+          await profile?.stop(`hypha-scale-${n}`);
           const both = times.map((t, i) => t + renders[i]);
           const perCycle = Object.entries(calls).map(([k, v]) => `${k} ${v / cycles}`).join(', ') || 'none';
-          rows.push(`| ${n} | ${registeredCount(text)} | ${f1(p50(times))} / ${f1(max(times))} | ${perCycle} | ${f1(p50(renders))} / ${f1(max(renders))} | `
-            + `${f1(p50(both))} / ${f1(max(both))} | ${(text.length / 1e6).toFixed(2)} MB |`);
+          rows.push(`| ${n} | ${registeredCount(text)} | ${f1(p50(times))} / ${f1(max(times))} | ${perCycle} | ${f1(p50(listMs))} / ${f1(max(listMs))} | ${f1(p50(renders))} / ${f1(max(renders))} | `
+            + `${f1(p50(both))} / ${f1(max(both))} | ${f1(p50(cpuMs))} / ${f1(max(cpuMs))} | ${(text.length / 1e6).toFixed(2)} MB |`);
           process.stdout.write(`hypha scale ${n}: in-process ${rows[rows.length - 1]}\n`);
         } finally {
           await h.close();
@@ -231,10 +266,11 @@ async function hyphaScale(sizes: number[]): Promise<string> {
     '|---|---|---|---|---|---|',
     ...processRows,
     '',
-    `The in-process exporter (\`exporterWithConfig\`), ${cycles} cycles: \`sampleAll()\` (Ray + Hypha registry) then the first render after it (\`MetricsRenderer.scrape\`, plain), ms, p50 / max:`,
+    `The in-process exporter (\`exporterWithConfig\`), ${cycles} cycles: \`sampleAll()\` (Ray + Hypha registry) then the first render after it (\`MetricsRenderer.scrape\`, plain: the body's buffers as the HTTP handler writes them), ms, p50 / max. `
+      + 'listServices is that RPC\'s wall time (the Hypha server composing the answer, the transfer, its decoding here); CPU is this process\'s user + system time over the cycle and render (what the exporter itself spends; the rest of the wall time it waits for Hypha):',
     '',
-    '| services | registered series = 1 | cycle (Ray + Hypha) | Hypha RPCs per cycle | render after the cycle | cycle + render | /metrics bytes |',
-    '|---|---|---|---|---|---|---|',
+    '| services | registered series = 1 | cycle (Ray + Hypha) | Hypha RPCs per cycle | listServices | render after the cycle | cycle + render | CPU of cycle + render | /metrics bytes |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }

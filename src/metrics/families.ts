@@ -61,9 +61,11 @@ type Field<T> = { [K in keyof T & string]: K | (NonNullable<T[K]> extends object
 /**
  * Scopes whose units are compared on a projection, not on the whole argument: the fields their
  * families read (a Hypha server sample carries the whole registry listing, which no family reads
- * and which would cost a deep comparison of thousands of services per snapshot).
+ * and which would cost a deep comparison of thousands of services per snapshot; a Ray cluster
+ * sample carries its health, which moves every sample and would re-assemble the whole body).
  */
 interface ProjectedScopes {
+  cluster: Field<RayClusterSample>;
   hypha: Field<HyphaServerSample>;
 }
 type Reads<S extends Scope> = S extends keyof ProjectedScopes
@@ -552,12 +554,14 @@ export const FAMILIES = [
     name: 'hypha_serve_cluster_apps_dropped_total', type: 'counter', labels: ['ray_cluster'], stability: 'experimental', scope: 'cluster',
     help: 'Applications left out by the per-cluster max_apps cap, summed over samples.',
     doc: 'apps left out by `max_apps`, summed over samples',
+    reads: ['cluster', 'appsDroppedTotal'],
     sample: (x, emit) => emit([x.cluster], x.appsDroppedTotal),
   }),
   fam({
     name: 'hypha_serve_cluster_malformed_entries_total', type: 'counter', labels: ['ray_cluster'], stability: 'experimental', scope: 'cluster',
     help: 'Malformed apps, deployments or proxies skipped in Serve API answers.',
     doc: 'malformed apps/deployments/proxies skipped in Serve API answers',
+    reads: ['cluster', 'malformedTotal'],
     sample: (x, emit) => emit([x.cluster], x.malformedTotal),
   }),
 
@@ -744,6 +748,7 @@ export function scopeReads<S extends keyof ProjectedScopes>(scope: S): readonly 
   const all = FAMILIES.flatMap((f) => (f.scope === scope ? (f.reads as readonly ProjectedScopes[S][]) : []));
   return [...new Set(all)].sort();
 }
+const CLUSTER_READS = scopeReads('cluster');
 const HYPHA_READS = scopeReads('hypha');
 
 /** The values of `fields` (`a` or `a.b`) of `x`, in their order. */
@@ -771,7 +776,7 @@ export function* units<S extends Scope>(s: Snapshot, scope: S, now: number): Gen
       for (const w of s.services?.values() ?? []) yield { key: w.service, arg: w, data: w } as U;
       return;
     case 'cluster':
-      for (const c of s.ray.values()) if (isKnown(c.health)) yield { key: c.cluster, arg: c, data: c, skip: 'state' } as U;
+      for (const c of s.ray.values()) if (isKnown(c.health)) yield { key: c.cluster, arg: c, data: readFields(c, CLUSTER_READS) } as U;
       return;
     case 'app':
       for (const c of s.ray.values()) {

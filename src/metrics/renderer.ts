@@ -212,6 +212,9 @@ export class MetricsRenderer {
     if (s.version === this.#version) return;
     const mark = ++this.#mark;
     const now = Date.now() / 1000;
+    // Most snapshot moves change only clock-dependent data (sample times, ages), rendered per scrape
+    // in the head: the cached bodies, and the gzip Prometheus asks for, then stay valid.
+    let changed = false;
     for (const [scope, cache] of this.#caches) {
       for (const u of units(s, scope, now)) {
         const e = cache.entries.get(u.key);
@@ -223,6 +226,7 @@ export class MetricsRenderer {
         }
         const { text, offsets } = renderUnit(cache.families, u.arg);
         this.stats.unitsRendered++;
+        changed = true;
         if (e) {
           e.data = u.data;
           e.text = text;
@@ -232,9 +236,14 @@ export class MetricsRenderer {
           cache.entries.set(u.key, { data: u.data, text, offsets, mark });
         }
       }
-      for (const [k, e] of cache.entries) if (e.mark !== mark) cache.entries.delete(k);
+      for (const [k, e] of cache.entries) {
+        if (e.mark !== mark) {
+          cache.entries.delete(k);
+          changed = true;
+        }
+      }
     }
-    this.#bodies.clear();
+    if (changed) this.#bodies.clear();
     this.#version = s.version;
     this.stats.updates++;
   }

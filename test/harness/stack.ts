@@ -58,7 +58,7 @@ export interface Stack {
  * the canary keeps the shipped default.
  */
 export function exporterConfig(
-  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig'> & { canaryWitnessMax?: string; cluster?: string },
+  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig'> & { canaryWitnessMax?: string; cluster?: string; rayTimeout?: string },
   hypha: HyphaHandle,
   ray: RayCluster,
 ): string {
@@ -69,6 +69,7 @@ export function exporterConfig(
     'ray_clusters:',
     `  - name: ${o.cluster ?? 'local'}`,
     `    dashboard_url: ${ray.dashboardUrl}`,
+    ...(o.rayTimeout === undefined ? [] : [`    timeout: ${o.rayTimeout}`]),
     'hypha:',
     '  name: local',
     `  server_url: ${hypha.url}`,

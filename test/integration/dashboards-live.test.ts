@@ -43,9 +43,11 @@ const BUGGY_HELD_DOWNSCALE_S = 3600;
 function exporterConfig(ray: RayCluster, hypha: HyphaHandle): string {
   return stackExporterConfig({
     sampleInterval: '1s',
-    // The healthy phase holds the sampling-errors panel to empty: a 2 s deadline timed out once against the
-    // Ray dashboard on CI's 2 shared cores (three integration lanes). The fault phases fail fast (refused).
+    // The healthy phase holds the sampling-errors panel to empty: on CI's 2 shared cores (three integration
+    // lanes, Ray clusters starting beside it) the Ray dashboard has left a 2 s and a 5 s deadline unanswered
+    // while it deployed the apps. The fault phases fail fast (refused), so a long Ray deadline costs them nothing.
     sampleTimeout: '5s',
+    rayTimeout: '20s',
     cluster: CLUSTER,
     exporterExtraConfig: [
       'hypha_registration:',

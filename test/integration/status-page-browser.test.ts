@@ -75,14 +75,16 @@ describe('status page in a real browser against real Ray Serve', () => {
       serverUrl: hypha.url, token: hypha.rootToken, clientId: PREFIX,
       apps: { [BUGGY]: { status: 'RUNNING', service_registered: false, deployed_by_worker_client_id: PREFIX } },
     });
-    // The canary is never re-resolved here, so a stale one stays visible.
+    // The canary is never re-resolved here, so a stale one stays visible. The page expects no Ray sampling
+    // error while healthy: on CI's shared cores the Ray dashboard left a 5 s deadline unanswered while it
+    // deployed the apps, so Ray gets 20 s (a stopped Ray is refused at once).
     const file = tmp.write('config.yml', `
 global: {interval: 2s, timeout: 3s}
 ray_clusters:
   - name: test
     dashboard_url: ${ray.dashboardUrl}
     interval: 500ms
-    timeout: 5s
+    timeout: 20s
 hypha:
   name: test-hypha
   server_url: ${hypha.url}

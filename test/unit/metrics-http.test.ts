@@ -47,10 +47,11 @@ describe('negotiation rules', () => {
 describe('/metrics over HTTP', () => {
   let base = '';
   let upstreamClose: () => Promise<void>;
+  let up: Awaited<ReturnType<typeof startUpstream>>;
   let h: ReturnType<typeof exporterWithConfig>;
 
   beforeAll(async () => {
-    const up = await startUpstream(json(servePayload(200, 3, 2, 0)));
+    up = await startUpstream(json(servePayload(200, 3, 2, 0)));
     upstreamClose = up.close;
     h = exporterWithConfig(`ray_clusters:\n  - name: c1\n    dashboard_url: ${up.url}\n    interval: 1h\n    proxy_probe: {enabled: false}\n`);
     h.exporter.start();
@@ -81,17 +82,31 @@ describe('/metrics over HTTP', () => {
     expect(viaTool).toBe(unzipped);
   });
 
-  it('the cached gzip part is reused while nothing changed; a new sample replaces it', async () => {
+  it('the cached gzip part is reused while nothing changed, and through a sample that changed only clock data; a changed app replaces it', async () => {
     await get(`${base}/metrics`, { 'accept-encoding': 'gzip' });
     await get(`${base}/metrics`, {});
-    const { updates, bodiesAssembled, bodiesCompressed } = h.exporter.metrics.stats;
+    const { updates, bodiesAssembled, bodiesCompressed, unitsRendered } = h.exporter.metrics.stats;
     for (let i = 0; i < 3; i++) await get(`${base}/metrics`, { 'accept-encoding': 'gzip' });
     await get(`${base}/metrics`, {});
     expect(h.exporter.metrics.stats).toMatchObject({ updates, bodiesAssembled, bodiesCompressed });
+    // The same Serve answer again: a new snapshot (sample time and duration moved), no unit changed.
+    await h.exporter.sampleAll();
+    const b = await get(`${base}/metrics`, { 'accept-encoding': 'gzip' });
+    expect(h.exporter.metrics.stats).toMatchObject({ updates: updates + 1, bodiesAssembled, bodiesCompressed, unitsRendered });
+    expect(zlib.gunzipSync(b.body).toString()).toMatch(/^hypha_serve_source_last_success_timestamp_seconds\{source="ray",/m);
+    // One app fails: its units re-render and the body is assembled and compressed anew.
+    const payload = servePayload(200, 3, 2, 0) as { applications: Record<string, { status: string }> };
+    payload.applications['app-0-199'].status = 'DEPLOY_FAILED';
+    up.set(json(payload));
     await h.exporter.sampleAll();
     const c = await get(`${base}/metrics`, { 'accept-encoding': 'gzip' });
-    expect(h.exporter.metrics.stats).toMatchObject({ updates: updates + 1, bodiesAssembled: bodiesAssembled + 1, bodiesCompressed: bodiesCompressed + 1 });
-    expect(zlib.gunzipSync(c.body).toString()).toContain('hypha_serve_app_status{ray_cluster="c1",app="app-0-199",status="RUNNING"} 1');
+    expect(h.exporter.metrics.stats).toMatchObject({ updates: updates + 2, bodiesAssembled: bodiesAssembled + 1, bodiesCompressed: bodiesCompressed + 1 });
+    expect(h.exporter.metrics.stats.unitsRendered).toBeGreaterThan(unitsRendered);
+    const text = zlib.gunzipSync(c.body).toString();
+    expect(text).toContain('hypha_serve_app_status{ray_cluster="c1",app="app-0-199",status="DEPLOY_FAILED"} 1');
+    expect(text).toContain('hypha_serve_app_status{ray_cluster="c1",app="app-0-199",status="RUNNING"} 0');
+    up.set(json(servePayload(200, 3, 2, 0)));
+    await h.exporter.sampleAll();
   });
 
   it('OpenMetrics when asked, with # EOF; HEAD sends headers only', async () => {

@@ -121,8 +121,8 @@ describe('pre-rendered lines per unit', () => {
     // A new sample: new objects everywhere, one app's first deployment changed.
     store.setRayCluster(cluster('c', many(50, 7)));
     const text = await scrapeText(r);
-    // The cluster unit carries the health (new lastSuccessSeconds) and re-renders; the changed deployment; nothing else.
-    expect(r.stats.unitsRendered - first).toBe(2);
+    // Only the changed deployment: the cluster unit is compared on its counters, not on its health (new lastSuccessSeconds).
+    expect(r.stats.unitsRendered - first).toBe(1);
     expect(seriesSet(parseExposition(text)).has('hypha_serve_deployment_replicas{app="a7",deployment="Dep \\"a7\\"",ray_cluster="c",state="RUNNING"} 3')).toBe(true);
   });
 
@@ -167,24 +167,53 @@ describe('pre-rendered lines per unit', () => {
   });
 });
 
+type Rec = Record<string, unknown>;
+/** The fields (`a`, or `health.b` one level down) that `sample` reads of `x`. */
+function fieldsRead(sample: (x: never, emit: () => void) => void, x: object): Set<string> {
+  const seen = new Set<string>();
+  const watch = (o: Rec, prefix: string): Rec => new Proxy(o, {
+    get(target, prop) {
+      const v = target[prop as string];
+      if (typeof prop !== 'string') return v;
+      // One level down (health.up: what of it is read counts); collections (registry, workers) count as one field.
+      if (prefix === '' && v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Map)) return watch(v as Rec, `${prop}.`);
+      seen.add(`${prefix}${prop}`);
+      return v;
+    },
+  });
+  sample(watch(x as unknown as Rec, '') as never, () => undefined);
+  return seen;
+}
+
+describe('the Ray cluster scope\'s render-cache key is what its families read', () => {
+  const families = FAMILIES.filter((f) => f.scope === 'cluster');
+
+  it('every cluster family reads only the fields it declares; the key is their union', () => {
+    expect(families.length).toBeGreaterThan(0);
+    for (const f of families) {
+      const read = [...fieldsRead(f.sample as never, cluster('c', []))];
+      expect({ family: f.name, undeclared: read.filter((k) => !(f.reads ?? []).includes(k as never)) }).toEqual({ family: f.name, undeclared: [] });
+    }
+    expect(scopeReads('cluster')).toEqual([...new Set(families.flatMap((f) => f.reads ?? []))].sort());
+  });
+
+  it('a changed counter re-renders the cluster\'s lines; a sample that moved only its health does not', async () => {
+    const store = storeWith({ ray: new Map([['c', cluster('c', [])]]) });
+    const r = new MetricsRenderer(store);
+    await scrapeText(r);
+    const before = r.stats.unitsRendered;
+    store.setRayCluster({ ...cluster('c', []), health: { ...cluster('c', []).health, lastDurationSeconds: 0.5, lastSuccessSeconds: Date.now() / 1000 + 1 } });
+    await scrapeText(r);
+    expect(r.stats.unitsRendered).toBe(before);
+    store.setRayCluster({ ...cluster('c', []), malformedTotal: 3, appsDroppedTotal: 2 });
+    const text = await scrapeText(r);
+    expect(r.stats.unitsRendered).toBe(before + 1);
+    expect(text).toContain('hypha_serve_cluster_malformed_entries_total{ray_cluster="c"} 3');
+    expect(text).toContain('hypha_serve_cluster_apps_dropped_total{ray_cluster="c"} 2');
+  });
+});
+
 describe('the Hypha scope\'s render-cache key is what its families read', () => {
-  type Rec = Record<string, unknown>;
-  /** The fields (`a`, or `health.b` one level down) that `sample` reads of `x`. */
-  const fieldsRead = (sample: (x: never, emit: () => void) => void, x: HyphaServerSample): Set<string> => {
-    const seen = new Set<string>();
-    const watch = (o: Rec, prefix: string): Rec => new Proxy(o, {
-      get(target, prop) {
-        const v = target[prop as string];
-        if (typeof prop !== 'string') return v;
-        // One level down (health.up: what of it is read counts); collections (registry, workers) count as one field.
-        if (prefix === '' && v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Map)) return watch(v as Rec, `${prop}.`);
-        seen.add(`${prefix}${prop}`);
-        return v;
-      },
-    });
-    sample(watch(x as unknown as Rec, '') as never, () => undefined);
-    return seen;
-  };
   const server = (o: Partial<HyphaServerSample> = {}): HyphaServerSample => ({
     ...(hyphaParts({ target: 'h', reconnectsTotal: 2, generation: 3, malformedTotal: 1 }).hypha?.get('h') as HyphaServerSample),
     serverId: 'srv-1', workspace: 'ws', ...o,

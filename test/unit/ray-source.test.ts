@@ -196,6 +196,31 @@ describe('Ray Serve source through the exporter', () => {
     await h.close();
   });
 
+  it('an unchanged answer is not parsed again: the same app objects, a fresh request time; a changed one is', async () => {
+    up.set(json(serve({ zero: zeroApp }, proxy.port)));
+    const h = exporterWithConfig(config());
+    h.exporter.start();
+    await h.exporter.settled();
+    const state = () => h.exporter.store.get().ray.get('c1')?.state;
+    const first = state();
+    expect(first?.apps.map((a) => a.name)).toEqual(['zero']);
+    await new Promise((r) => setTimeout(r, 20));
+    await h.exporter.sampleAll();
+    const second = state();
+    expect(second?.apps[0]).toBe(first?.apps[0]);
+    expect(second?.requestedSeconds).toBeGreaterThan(first?.requestedSeconds ?? Infinity);
+
+    up.set(json(serve({ zero: { ...zeroApp, status: 'DEPLOYING' } }, proxy.port)));
+    await h.exporter.sampleAll();
+    const third = state();
+    expect(third?.apps[0]).not.toBe(first?.apps[0]);
+    expect(third?.apps[0].status).toBe('DEPLOYING');
+    const text = await scrapeText(h.exporter.metrics);
+    expect(seriesValue(text, 'hypha_serve_app_status', { app: 'zero', status: 'DEPLOYING' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_app_status', { app: 'zero', status: 'RUNNING' })).toBe(0);
+    await h.close();
+  });
+
   it('output passes promtool check metrics', async () => {
     up.set(json(serve({ zero: zeroApp, weird: { ...zeroApp, name: 'weird', status: 'HIBERNATING' } }, proxy.port)));
     const h = exporterWithConfig(config());
