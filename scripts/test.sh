@@ -30,14 +30,17 @@ npm run --silent lint || { rc=1; lint_failed=1; }
 # Integration files mostly wait (for rule `for:` windows, pages, restarts): one file at a time
 # keeps the 2 CI cores about a quarter busy. So three lanes run side by side, each one file at a
 # time, split by their measured durations (test-artifacts/jest-integration-*.json of a CI run: about
-# 15 min each). Two files run alone afterwards: the HA pair, whose "exactly once" rests on
-# Alertmanager gossip within its peer timeout, and the setup idempotence check, which rebuilds dist/
-# that the other files start the exporter from. INTEGRATION_LANES=1 runs everything one file at a time.
-alone=(ha-pair setup-idempotent)
+# 15 min each). Three files run alone afterwards: the HA pair, whose "exactly once" rests on
+# Alertmanager gossip within its peer timeout; the status page in a real browser, which waits for a
+# real Ray to scale a deployment to zero and BioEngine's proxy to deregister (beside two other lanes'
+# Ray clusters on CI's 2 cores it missed its 4-minute wait once in three runs); and the setup
+# idempotence check, which rebuilds dist/ that the other files start the exporter from.
+# INTEGRATION_LANES=1 runs everything one file at a time.
+alone=(ha-pair status-page-browser setup-idempotent)
 # Lane b takes every file not listed here (a new file lands there), and every install-* file (they
 # apt-get and build images): lanes a and c list none.
 lane_a=(e2e-incidents runbooks-apps hypha-client services-witness services-providers alertmanager-routing server-id)
-lane_c=(page-continuity status-page-browser dashboards-live hypha-registration prometheus-versions runbooks-hypha credentials services-restart ray-serve-exporter runbooks-web ray-harness hypha-faults)
+lane_c=(page-continuity dashboards-live hypha-registration prometheus-versions runbooks-hypha credentials services-restart ray-serve-exporter runbooks-web ray-harness hypha-faults)
 lanes=(integration-a integration-b integration-c)
 pattern() { local IFS='|'; echo "test/integration/($*)\\.test\\.ts$"; }
 if [ "${INTEGRATION_LANES:-3}" = 1 ]; then

@@ -167,11 +167,19 @@ watched_services:
       const s = await api();
       const w = app(s, 'two-step')?.deployments.find((d) => d.name === 'Worker');
       const am = s.watched_services.find((x) => x.service === AM);
-      return app(s, 'two-step')?.status === 'RUNNING' && w?.scaled_to_zero && w.status === 'HEALTHY'
-        && app(s, 'bad-import')?.status === 'DEPLOY_FAILED' && app(s, XSS)?.status === 'DEPLOY_FAILED'
-        && am?.probes.length === 2 && am.probes.every((p) => p.success) && am.cached.length === 1
-        && app(s, BUGGY)?.registration?.state === 'missing_scaled_to_zero' && app(s, BUGGY)?.worker_view !== undefined
-        && app(s, BUGGY)?.deployments.find((d) => d.name === 'Model')?.status === 'HEALTHY';
+      // Each condition by name: a timeout says which ones were still unmet (thrown, so waitFor reports it).
+      const unmet = Object.entries({
+        'two-step RUNNING': app(s, 'two-step')?.status === 'RUNNING',
+        'Worker HEALTHY at zero': w?.scaled_to_zero === true && w.status === 'HEALTHY',
+        'bad-import DEPLOY_FAILED': app(s, 'bad-import')?.status === 'DEPLOY_FAILED',
+        'xss app DEPLOY_FAILED': app(s, XSS)?.status === 'DEPLOY_FAILED',
+        'two successful probes, one cached': am?.probes.length === 2 && am.probes.every((p) => p.success) && am.cached.length === 1,
+        [`${BUGGY} missing_scaled_to_zero (is ${app(s, BUGGY)?.registration?.state ?? 'absent'})`]: app(s, BUGGY)?.registration?.state === 'missing_scaled_to_zero',
+        [`${BUGGY} worker view`]: app(s, BUGGY)?.worker_view !== undefined,
+        [`${BUGGY} Model HEALTHY`]: app(s, BUGGY)?.deployments.find((d) => d.name === 'Model')?.status === 'HEALTHY',
+      }).filter(([, ok]) => !ok).map(([k]) => k);
+      if (unmet.length > 0) throw new Error(`unmet: ${unmet.join('; ')}`);
+      return true;
     }, 240_000, 500);
     process.stdout.write(`deploy → page state reached: ${Date.now() - t0} ms\n`);
 
