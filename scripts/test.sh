@@ -33,7 +33,7 @@ npm run --silent lint || { rc=1; lint_failed=1; }
 # 15 min each). Three files run alone afterwards: the HA pair, whose "exactly once" rests on
 # Alertmanager gossip within its peer timeout; the status page in a real browser, which waits for a
 # real Ray to scale a deployment to zero and BioEngine's proxy to deregister (beside two other lanes'
-# Ray clusters on CI's 2 cores it missed its 4-minute wait once in three runs); and the setup
+# Ray clusters on CI's 2 cores it failed in two of three CI runs: a Ray deadline once, the wait once); and the setup
 # idempotence check, which rebuilds dist/ that the other files start the exporter from.
 # INTEGRATION_LANES=1 runs everything one file at a time.
 alone=(ha-pair status-page-browser setup-idempotent)

@@ -185,16 +185,24 @@ function fieldsRead(sample: (x: never, emit: () => void) => void, x: object): Se
   return seen;
 }
 
+/**
+ * Every family of a projected scope reads only the fields it declares (a field read but not declared
+ * would serve a stale line), over every variant of its argument; the scope's key is their union.
+ */
+function expectReadsDeclared(scope: 'cluster' | 'hypha', variants: readonly object[]): void {
+  const families = FAMILIES.filter((f) => f.scope === scope);
+  expect(families.length).toBeGreaterThan(0);
+  for (const f of families) {
+    const read = new Set(variants.flatMap((v) => [...fieldsRead(f.sample as never, v)]));
+    expect({ family: f.name, undeclared: [...read].filter((k) => !(f.reads ?? []).includes(k as never)) }).toEqual({ family: f.name, undeclared: [] });
+  }
+  expect(scopeReads(scope)).toEqual([...new Set(families.flatMap((f) => f.reads ?? []))].sort());
+}
+
 describe('the Ray cluster scope\'s render-cache key is what its families read', () => {
-  const families = FAMILIES.filter((f) => f.scope === 'cluster');
 
   it('every cluster family reads only the fields it declares; the key is their union', () => {
-    expect(families.length).toBeGreaterThan(0);
-    for (const f of families) {
-      const read = [...fieldsRead(f.sample as never, cluster('c', []))];
-      expect({ family: f.name, undeclared: read.filter((k) => !(f.reads ?? []).includes(k as never)) }).toEqual({ family: f.name, undeclared: [] });
-    }
-    expect(scopeReads('cluster')).toEqual([...new Set(families.flatMap((f) => f.reads ?? []))].sort());
+    expectReadsDeclared('cluster', [cluster('c', [])]);
   });
 
   it('a changed counter re-renders the cluster\'s lines; a sample that moved only its health does not', async () => {
@@ -223,19 +231,12 @@ describe('the Hypha scope\'s render-cache key is what its families read', () => 
     server(), server({ serverIdChanged: true }), server({ serverIdChanged: false, generation: 0 }), server({ serverId: undefined }),
     server({ health: { ...newSourceHealth('hypha', 'h'), up: false } }),
   ];
-  const hyphaFamilies = FAMILIES.filter((f) => f.scope === 'hypha');
 
   it('every Hypha family reads only the fields it declares (a field read but not declared would serve a stale line)', () => {
-    expect(hyphaFamilies.length).toBeGreaterThan(0);
-    for (const f of hyphaFamilies) {
-      const read = new Set(variants.flatMap((v) => [...fieldsRead(f.sample as never, v)]));
-      expect({ family: f.name, undeclared: [...read].filter((k) => !(f.reads ?? []).includes(k as never)) }).toEqual({ family: f.name, undeclared: [] });
-    }
+    expectReadsDeclared('hypha', variants);
     // The check can fail: a family reading a field it does not declare is caught.
     const stale = (h: HyphaServerSample, emit: (v: readonly string[], n: number) => void) => emit([h.target], h.listedSeconds);
     expect([...fieldsRead(stale as never, server())].sort()).toEqual(['listedSeconds', 'target']);
-    // The key is the union of what they declare.
-    expect(scopeReads('hypha')).toEqual([...new Set(hyphaFamilies.flatMap((f) => f.reads ?? []))].sort());
   });
 
   it('a change to any declared field re-renders the server\'s lines; the registry listing, which no family reads, does not', async () => {
