@@ -3,11 +3,14 @@
 // its worker still saying registered), scraped and evaluated every 15 s. Reported per group: Prometheus' own
 // prometheus_rule_group_last_duration_seconds, and the queries per evaluation (rule expressions plus the
 // annotation templates' `query` calls, from prometheus_engine_query_duration_seconds_count).
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { parse, stringify } from 'yaml';
 import { startPrometheus } from '../test/harness/prometheus';
+import { DEBIAN_PROMETHEUS, PrometheusVersion } from '../test/harness/prometheus-versions';
 import { repoRoot, waitFor } from '../test/harness/proc';
 
 const JOB = 'hypha-serve-exporter';
@@ -44,7 +47,18 @@ interface GroupCost {
   durationMaxS: number;
 }
 
+/**
+ * What is evaluated: the shipped pack, or the same pack with every alert's labels and annotations
+ * removed (`bare`: the rules' own cost) or each replaced by one short constant (`constant`: plus
+ * Prometheus' fixed cost of expanding a template, paid per label and annotation of every active alert
+ * at every evaluation whatever its text). The two floors tell the pack's text apart from its shape.
+ */
+export type RulesVariant = 'shipped' | 'bare' | 'constant';
+
 export interface RulesCost {
+  variant: RulesVariant;
+  /** e.g. "2.42". */
+  prometheus: string;
   apps: number;
   series: number;
   paging: number;
@@ -67,10 +81,36 @@ function metricValues(text: string, name: string): { labels: string; value: numb
   return out;
 }
 
-const shippedRuleFiles = () => ['recording.yml', 'alerts.yml'].map((f) => path.join(repoRoot(), 'rules', f));
+/** The rule files of a variant; a floor variant's alerts.yml is written into `dir`. */
+function ruleFilesOf(variant: RulesVariant, dir: string): string[] {
+  const [recording, alerts] = ['recording.yml', 'alerts.yml'].map((f) => path.join(repoRoot(), 'rules', f));
+  if (variant === 'shipped') return [recording, alerts];
+  const doc = parse(fs.readFileSync(alerts, 'utf8')) as { groups: { rules: Record<string, unknown>[] }[] };
+  for (const rule of doc.groups.flatMap((g) => g.rules)) {
+    if (rule.alert === undefined) continue;
+    for (const key of ['labels', 'annotations'] as const) {
+      const fields = rule[key] as Record<string, string> | undefined;
+      if (fields === undefined) continue;
+      if (variant === 'bare') delete rule[key];
+      else rule[key] = Object.fromEntries(Object.keys(fields).map((k) => [k, 'constant']));
+    }
+  }
+  const file = path.join(dir, `alerts-${variant}.yml`);
+  fs.writeFileSync(file, stringify(doc));
+  return [recording, file];
+}
 
-export async function rulesCost(apps: number, samples = 8, ruleFiles = shippedRuleFiles()): Promise<RulesCost> {
+export interface RulesCostOptions {
+  variant?: RulesVariant;
+  prometheus?: PrometheusVersion;
+  samples?: number;
+}
+
+export async function rulesCost(apps: number, o: RulesCostOptions = {}): Promise<RulesCost> {
+  const { variant = 'shipped', prometheus = DEBIAN_PROMETHEUS, samples = 8 } = o;
   const loadAverage = os.loadavg()[0];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rules-cost-'));
+  const ruleFiles = ruleFilesOf(variant, dir);
   const body = exposition(apps);
   const srv = http.createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(body);
@@ -80,6 +120,7 @@ export async function rulesCost(apps: number, samples = 8, ruleFiles = shippedRu
   const prom = await startPrometheus({
     scrapeTargets: [{ job: JOB, targets: [`127.0.0.1:${port}`], scrapeTimeout: '10s' }],
     ruleFiles,
+    binary: prometheus.prometheus,
     scrapeInterval: `${INTERVAL_S}s`,
     evaluationInterval: `${INTERVAL_S}s`,
     startTimeoutMs: 120_000,
@@ -117,6 +158,8 @@ export async function rulesCost(apps: number, samples = 8, ruleFiles = shippedRu
     const slowest = api.data.groups.flatMap((g) => g.rules.map((r) => ({ group: g.name, rule: r.name, seconds: r.evaluationTime })))
       .sort((a, b) => b.seconds - a.seconds).slice(0, 5);
     return {
+      variant,
+      prometheus: prometheus.label,
       apps,
       loadAverage,
       slowest,
@@ -129,11 +172,20 @@ export async function rulesCost(apps: number, samples = 8, ruleFiles = shippedRu
   } finally {
     await prom.stop();
     srv.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-export function rulesCostText(runs: RulesCost[]): string {
+const REGISTRATION_GROUP = 'hypha-serve-registration';
+
+/**
+ * The shipped pack on Prometheus 2.42 at each size (the target rows), then what the cost is made of:
+ * the floors and Prometheus 3.x at the size they were run at.
+ */
+export function rulesCostText(all: RulesCost[]): string {
   const pct = (s: number) => `${((100 * s) / INTERVAL_S).toFixed(1)} %`;
+  const runs = all.filter((r) => r.variant === 'shipped' && r.prometheus === DEBIAN_PROMETHEUS.label);
+  const parts = all.filter((r) => !runs.includes(r));
   const lines = [
     `Command: \`npm run build && BENCH_ONLY=rules node dist/bench/run.js\` (part of \`npm run bench\`), ${new Date().toISOString().slice(0, 10)}. ` +
       `Prometheus 2.42 (Debian) evaluating the shipped rules/recording.yml and rules/alerts.yml every ${INTERVAL_S} s over a static exposition ` +
@@ -162,5 +214,25 @@ export function rulesCostText(runs: RulesCost[]): string {
   for (const r of runs) lines.push(`| ${r.apps.toLocaleString('en')} | ${r.rulesTotal} | ${r.queriesPerEval.toFixed(0)} | ${Math.max(0, r.queriesPerEval - r.rulesTotal - 1).toFixed(0)} |`);
   lines.push('', '| apps | costliest rules (last evaluation) |', '|---|---|');
   for (const r of runs) lines.push(`| ${r.apps.toLocaleString('en')} | ${r.slowest.map((x) => `\`${x.rule}\` ${(x.seconds * 1000).toFixed(0)} ms`).join(', ')} |`);
+  if (parts.length > 0) {
+    const what: Record<RulesVariant, string> = {
+      shipped: 'the shipped pack',
+      bare: 'no labels or annotations on any alert (the rules alone)',
+      constant: 'each label and annotation one constant word (the rules plus one template expansion each)',
+    };
+    lines.push(
+      '',
+      `What ${REGISTRATION_GROUP}'s time is made of, with the same exposition and every app paging: the same rule files with the `
+        + 'alerts\' texts removed or made constant (`RulesVariant` in bench/rules-cost.ts), and the shipped pack on Prometheus 3.x.',
+      '',
+      `| apps | Prometheus | rules evaluated | ${REGISTRATION_GROUP} median / max | share of the interval |`,
+      '|---|---|---|---|---|',
+    );
+    for (const r of [...runs.filter((x) => parts.some((p) => p.apps === x.apps)), ...parts]) {
+      const g = r.groups.find((x) => x.group === REGISTRATION_GROUP);
+      if (g === undefined) continue;
+      lines.push(`| ${r.apps.toLocaleString('en')} | ${r.prometheus} | ${what[r.variant]} | ${(g.durationMedianS * 1000).toFixed(0)} / ${(g.durationMaxS * 1000).toFixed(0)} ms | ${pct(g.durationMedianS)} |`);
+    }
+  }
   return lines.join('\n');
 }

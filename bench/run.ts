@@ -9,6 +9,7 @@ import { metricsScale, processMemory } from './metrics-scale';
 import { binMemory, BinMemoryResult } from './bin-memory';
 import { webSecurity } from './web-security';
 import { rulesCost, rulesCostText } from './rules-cost';
+import { prometheus3, prometheus3Missing } from '../test/harness/prometheus-versions';
 
 const f = (x: number) => x.toFixed(1);
 
@@ -103,10 +104,16 @@ function binRows(runs: BinMemoryResult[], ok: (cond: boolean) => string): string
 /** The rules pack's evaluation cost at 1,000 and 5,000 paging apps (bench/rules-cost.ts). */
 async function rulesSection(file: string, write: boolean): Promise<void> {
   const runs = [];
-  for (const n of (process.env.BENCH_RULES_APPS ?? '1000,5000').split(',').map(Number)) {
+  const sizes = (process.env.BENCH_RULES_APPS ?? '1000,5000').split(',').map(Number);
+  for (const n of sizes) {
     runs.push(await rulesCost(n));
     process.stdout.write(`rules cost at ${n} apps done\n`);
   }
+  // What the smallest size's cost is made of: the floors on 2.42, and the shipped pack on 3.x when built.
+  const n = Math.min(...sizes);
+  for (const variant of ['bare', 'constant'] as const) runs.push(await rulesCost(n, { variant }));
+  if (prometheus3Missing() === undefined) runs.push(await rulesCost(n, { prometheus: prometheus3() }));
+  else process.stdout.write(`rules cost on Prometheus 3 skipped: ${prometheus3Missing()}\n`);
   const text = rulesCostText(runs);
   process.stdout.write(`${text}\n`);
   if (write) writeSection(file, 'rules-cost', `## Rule evaluation cost (issue 25)\n\n${text}`);

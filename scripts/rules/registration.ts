@@ -151,11 +151,12 @@ export function registrationGroup(c: MixinConfig): Group {
         comment:
           'The registration state(s) behind a page, one series per state (value 1): the missing_* states the replicas report ' +
           'now (in an HA pair a replica not scraped since the app left still says registered, which is no cause), else ' +
-          'their current state, else in a gap the last state within the bridge.',
+          'their current state (registered or not_running: the missing_* ones are known to be 0 there, so they are not ' +
+          'read twice), else in a gap the last state within the bridge.',
         expr: block(`
             max by (${app}, state) (${state}{state=~"missing_.*"} == 1)
           or on (${app})
-            max by (${app}, state) (${state} == 1)
+            max by (${app}, state) (${state}{state!~"missing_.*"} == 1)
           or on (${app})
             max by (${app}, state) (last_over_time(${state}[${B}]) == 1)
         `),
