@@ -18,11 +18,18 @@ interface Seen {
   /** key "source/target" → up; undefined until the source finished its first attempt. */
   sources: Map<string, boolean>;
   /** cluster → app → status and its deployments at zero; kept while the source is down. */
-  apps: Map<string, Map<string, { status: string; zero: Set<string> }>>;
+  apps: Map<string, Map<string, SeenApp>>;
   /** service → last known providers, fresh resolution and cached id per holder (unknown values keep the last known). */
   services: Map<string, { providers?: string; resolved?: string; cached: Map<string, { id?: string; stale?: boolean }> }>;
   /** "cluster\0app" → last known registration state and client id ("unknown" is not remembered). */
   registrations: Map<string, { state?: string; clientId?: string }>;
+}
+
+interface SeenApp {
+  status: string;
+  zero: Set<string>;
+  /** The app object these were read from: the Ray source keeps an unchanged app's object, so it is not read again. */
+  from: unknown;
 }
 
 /**
@@ -134,15 +141,19 @@ export class TransitionRecorder {
       if (this.#read.rayStates.get(cluster) === sample.state) continue;
       this.#read.rayStates.set(cluster, sample.state);
       const before = this.#seen.apps.get(cluster);
-      const now = new Map<string, { status: string; zero: Set<string> }>();
+      const now = new Map<string, SeenApp>();
       for (const app of sample.state.apps) {
+        const prev = before?.get(app.name);
+        if (prev !== undefined && prev.from === app) {
+          now.set(app.name, prev);
+          continue;
+        }
         const zero = new Set(app.deployments.filter((d) => d.scaledToZero).map((d) => d.name));
-        now.set(app.name, { status: app.status, zero });
+        now.set(app.name, { status: app.status, zero, from: app });
         const subject = `${cluster}/${app.name}`;
         const base = { subject, cluster, app: app.name };
         // The first sample of a cluster lists what exists; "added" would be noise.
         if (!before) continue;
-        const prev = before.get(app.name);
         if (!prev) {
           out.push({ kind: 'app_added', severity: appStatusSeverity(app.status), from: null, to: app.status, ...base });
           continue;
@@ -247,11 +258,13 @@ export class TransitionRecorder {
     this.#read.registrationUp = up;
     const input = registrationInput(s);
     if (!input) return;
-    const present = new Set(input.apps.map((r) => `${r.cluster}\u0000${r.app}`));
-    for (const key of [...this.#seen.registrations.keys()]) if (!present.has(key)) this.#seen.registrations.delete(key);
+    // Rebuilt each time (an app no longer expected leaves), keeping the entry of an app whose state did not move.
+    const seen = this.#seen.registrations;
+    const next: Seen['registrations'] = new Map();
+    this.#seen.registrations = next;
     for (const r of input.apps) {
       const key = `${r.cluster}\u0000${r.app}`;
-      const prev = this.#seen.registrations.get(key);
+      const prev = seen.get(key);
       const base = { cluster: r.cluster, app: r.app, service: r.expectedServiceId };
       // While a source is down the state is unknown; the next known state is compared with the last known one.
       if (r.state !== 'unknown') {
@@ -268,10 +281,9 @@ export class TransitionRecorder {
           from: prev.clientId, to: r.clientId, ...base,
         });
       }
-      this.#seen.registrations.set(key, {
-        state: r.state === 'unknown' ? prev?.state : r.state,
-        clientId: r.clientId ?? prev?.clientId,
-      });
+      const state = r.state === 'unknown' ? prev?.state : r.state;
+      const clientId = r.clientId ?? prev?.clientId;
+      next.set(key, prev !== undefined && prev.state === state && prev.clientId === clientId ? prev : { state, clientId });
     }
   }
 }

@@ -420,4 +420,24 @@ describe('Hypha registration in /api/v1/status and the transition log', () => {
     ]);
     rec.stop();
   });
+
+  it('reads an app object the Ray source kept (an unchanged answer) as unchanged, and a replaced one anew', () => {
+    const store = new SnapshotStore();
+    const rec = new TransitionRecorder(store);
+    const t = 1_790_000_000;
+    const first = ray('app-running.json', t);
+    store.setRayCluster(first);
+    // A new sample whose answer did not change: new state and health objects around the same app objects.
+    store.setRayCluster({ ...first, health: { ...first.health, lastSuccessSeconds: t + 10 }, state: { ...first.state, apps: [...first.state.apps] } });
+    // The app changed: the source gives it a new object.
+    const deploying = first.state.apps.map((a) => ({ ...a, status: 'DEPLOYING' as const }));
+    store.setRayCluster({ ...first, state: { ...first.state, apps: deploying } });
+    store.setRayCluster({ ...first, state: { ...first.state, apps: [...deploying] } });
+    store.setRayCluster({ ...first, state: { ...first.state, apps: deploying.map((a) => ({ ...a, status: 'RUNNING' as const })) } });
+    expect([...rec.list()].reverse().map((x) => `${x.kind} ${x.subject} ${x.from ?? '-'}>${x.to ?? '-'}`)).toEqual([
+      'source ray/c1 ->up',
+      'app_status c1/two-step RUNNING>DEPLOYING',
+      'app_status c1/two-step DEPLOYING>RUNNING',
+    ]);
+  });
 });
