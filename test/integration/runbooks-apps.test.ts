@@ -165,7 +165,13 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
     try { process.kill(pid as number, 'SIGCONT'); } catch { /* killed by the controller */ }
     stopped = undefined;
     await waitFor('a proxy ready again', async () => (await value('max(hypha_serve_proxy_ready{ray_cluster="local"})')) === '1', 180_000, 1000);
-    const nfix = await runStep('hyphaservenoproxycanwakeapps-confirm-fix', env, base());
+    // The step's second query reads what the rules record from that sample: an evaluation later, so the
+    // operator's confirmation is run again until it shows the fix (CI once ran it in between).
+    const confirmed = (r: Awaited<ReturnType<typeof runStep>>) => r.queries.every((q) => q.series.length > 0);
+    const nfix = await waitFor('the confirm step shows the fix', async () => {
+      const r = await runStep('hyphaservenoproxycanwakeapps-confirm-fix', env, base());
+      return confirmed(r) ? r : undefined;
+    }, 60_000, 2000);
     expect(nfix.queries.map((q) => q.series.map((s) => s.value))).toEqual([['1'], ['1']]);
     expect((await runStep('hyphaserveallproxiesunready-confirm-fix', env, base())).queries[0].series.map((s) => s.value)).toEqual(['1']);
   });
