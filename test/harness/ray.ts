@@ -507,7 +507,8 @@ async function startRayOnce(opts: RayStartOptions): Promise<RayCluster> {
           500,
         );
       } catch (e) {
-        throw new Error(`${(e as Error).message}; last seen: ${JSON.stringify(summarizeApp(last))}`);
+        const cli = proc.child.exitCode === null && proc.child.signalCode === null ? 'ray start alive' : `ray start exited (${proc.child.exitCode ?? proc.child.signalCode})`;
+        throw new Error(`${(e as Error).message}; last seen: ${JSON.stringify(summarizeApp(last))}; ${cli}\n${tailSessionLogs(tempDir)}`);
       }
     },
     async waitAppGone(name, timeoutMs) {
@@ -596,17 +597,52 @@ async function startRayOnce(opts: RayStartOptions): Promise<RayCluster> {
   return cluster;
 }
 
-function tailDashboardLogs(tempDir: string): string {
-  const dir = path.join(tempDir, 'session_latest', 'logs');
-  return ['dashboard.err', 'dashboard.log']
+function tailLogs(dir: string, files: readonly string[], lines: number): string {
+  return files
     .map((f) => {
       try {
-        return `${f}:\n${fs.readFileSync(path.join(dir, f), 'utf8').split('\n').slice(-40).join('\n')}`;
+        return `${f}:\n${fs.readFileSync(path.join(dir, f), 'utf8').split('\n').slice(-lines).join('\n')}`;
       } catch {
         return `${f}: (missing)`;
       }
     })
     .join('\n');
+}
+
+function tailDashboardLogs(tempDir: string): string {
+  return tailLogs(path.join(tempDir, 'session_latest', 'logs'), ['dashboard.err', 'dashboard.log'], 40);
+}
+
+/** What a stuck deploy needs to be understood: the dashboard, the raylet and the Serve controller's last lines. */
+function tailSessionLogs(tempDir: string): string {
+  const dir = path.join(tempDir, 'session_latest', 'logs');
+  let controller: string[] = [];
+  try {
+    controller = fs.readdirSync(path.join(dir, 'serve')).filter((f) => f.startsWith('controller_')).map((f) => path.join('serve', f));
+  } catch {
+    /* no Serve logs yet */
+  }
+  return tailLogs(dir, ['dashboard.err', 'dashboard.log', 'raylet.err', 'raylet.out', 'gcs_server.err', ...controller], 15);
+}
+
+/**
+ * A cluster with `config` deployed and `app` RUNNING. A loaded CI machine once lost a fresh cluster's
+ * dashboard while a replica was still starting; the cluster is then replaced once, and the first
+ * failure is written to stderr with its logs.
+ */
+export async function startRayServing(config: ServeDeployConfig, app: string, timeoutMs: number, opts: RayStartOptions = {}): Promise<RayCluster> {
+  for (let attempt = 1; ; attempt++) {
+    const ray = await startRay(opts);
+    try {
+      await ray.deploy(config);
+      await ray.waitApp(app, (a) => a.status === 'RUNNING', timeoutMs);
+      return ray;
+    } catch (e) {
+      await ray.stop().catch(() => undefined);
+      if (attempt === 2) throw e;
+      process.stderr.write(`[ray] ${app} did not reach RUNNING on a fresh cluster, replacing it once: ${(e as Error).message}\n`);
+    }
+  }
 }
 
 /** Compact status view for error messages and logs. */
