@@ -87,6 +87,8 @@ export interface RayStartOptions {
   startTimeoutMs?: number;
   /** Extra environment for Ray (e.g. Serve tuning knobs). */
   env?: Record<string, string>;
+  /** Deploy `config` and wait until `app` is RUNNING before the cluster counts as started. */
+  serving?: { config: ServeDeployConfig; app: string; timeoutMs: number };
 }
 
 export interface RayCluster {
@@ -325,12 +327,31 @@ function toConfig(config: string | ServeDeployConfig): ServeDeployConfig {
  * registration with the GCS ("GCS cannot find the node …"), which says nothing about the
  * exporter, and one lost start would otherwise fail a whole test file.
  */
+/**
+ * A loaded CI machine can register the raylet late or, with `serving`, lose a fresh cluster's dashboard
+ * while a replica is still starting: a start that fails is replaced by a new cluster once, the first
+ * failure written to stderr.
+ */
 export async function startRay(opts: RayStartOptions = {}): Promise<RayCluster> {
   try {
-    return await startRayOnce(opts);
+    return await startServing(opts);
   } catch (e) {
-    process.stderr.write(`[ray] start failed, retrying once: ${(e as Error).message.split('\n')[0]}\n`);
-    return startRayOnce(opts);
+    process.stderr.write(`[ray] start failed, retrying once: ${(e as Error).message}\n`);
+    return startServing(opts);
+  }
+}
+
+async function startServing(opts: RayStartOptions): Promise<RayCluster> {
+  const ray = await startRayOnce(opts);
+  if (!opts.serving) return ray;
+  const { config, app, timeoutMs } = opts.serving;
+  try {
+    await ray.deploy(config);
+    await ray.waitApp(app, (a) => a.status === 'RUNNING', timeoutMs);
+    return ray;
+  } catch (e) {
+    await ray.stop().catch(() => undefined);
+    throw e;
   }
 }
 
@@ -455,9 +476,9 @@ async function startRayOnce(opts: RayStartOptions): Promise<RayCluster> {
     const version = JSON.parse((await httpGet(`${dashboardUrl}/api/ray/version`)).body) as { ray_version: string };
     rayVersion = version.ray_version;
   } catch (e) {
-    const logs = tailDashboardLogs(tempDir);
+    const logs = tailSessionLogs(tempDir);
     await stop().catch(() => undefined);
-    throw new Error(`${(e as Error).message}\n--- dashboard logs ---\n${logs}`);
+    throw new Error(`${(e as Error).message}\n--- session logs ---\n${logs}`);
   }
   const ipMatch = /Local node IP:\s*(\S+)/.exec(stripAnsi(proc.output()));
   const headNodeIp = ipMatch ? ipMatch[1] : '127.0.0.1';
@@ -597,23 +618,7 @@ async function startRayOnce(opts: RayStartOptions): Promise<RayCluster> {
   return cluster;
 }
 
-function tailLogs(dir: string, files: readonly string[], lines: number): string {
-  return files
-    .map((f) => {
-      try {
-        return `${f}:\n${fs.readFileSync(path.join(dir, f), 'utf8').split('\n').slice(-lines).join('\n')}`;
-      } catch {
-        return `${f}: (missing)`;
-      }
-    })
-    .join('\n');
-}
-
-function tailDashboardLogs(tempDir: string): string {
-  return tailLogs(path.join(tempDir, 'session_latest', 'logs'), ['dashboard.err', 'dashboard.log'], 40);
-}
-
-/** What a stuck deploy needs to be understood: the dashboard, the raylet and the Serve controller's last lines. */
+/** What a failed start or a stuck deploy needs to be understood: the last lines of the dashboard, raylet, GCS and Serve controller logs. */
 function tailSessionLogs(tempDir: string): string {
   const dir = path.join(tempDir, 'session_latest', 'logs');
   let controller: string[] = [];
@@ -622,27 +627,15 @@ function tailSessionLogs(tempDir: string): string {
   } catch {
     /* no Serve logs yet */
   }
-  return tailLogs(dir, ['dashboard.err', 'dashboard.log', 'raylet.err', 'raylet.out', 'gcs_server.err', ...controller], 15);
-}
-
-/**
- * A cluster with `config` deployed and `app` RUNNING. A loaded CI machine once lost a fresh cluster's
- * dashboard while a replica was still starting; the cluster is then replaced once, and the first
- * failure is written to stderr with its logs.
- */
-export async function startRayServing(config: ServeDeployConfig, app: string, timeoutMs: number, opts: RayStartOptions = {}): Promise<RayCluster> {
-  for (let attempt = 1; ; attempt++) {
-    const ray = await startRay(opts);
-    try {
-      await ray.deploy(config);
-      await ray.waitApp(app, (a) => a.status === 'RUNNING', timeoutMs);
-      return ray;
-    } catch (e) {
-      await ray.stop().catch(() => undefined);
-      if (attempt === 2) throw e;
-      process.stderr.write(`[ray] ${app} did not reach RUNNING on a fresh cluster, replacing it once: ${(e as Error).message}\n`);
-    }
-  }
+  return ['dashboard.err', 'dashboard.log', 'raylet.err', 'raylet.out', 'gcs_server.err', ...controller]
+    .map((f) => {
+      try {
+        return `${f}:\n${fs.readFileSync(path.join(dir, f), 'utf8').split('\n').slice(-20).join('\n')}`;
+      } catch {
+        return `${f}: (missing)`;
+      }
+    })
+    .join('\n');
 }
 
 /** Compact status view for error messages and logs. */

@@ -20,7 +20,7 @@ import { StandinProvider, startStandinProvider } from '../harness/hypha-registra
 import { freePorts } from '../harness/ports';
 import { Proc, repoRoot, startProc, waitFor } from '../harness/proc';
 import { PrometheusServer, startPrometheus } from '../harness/prometheus';
-import { RayCluster, rayAppConfig, startRayServing } from '../harness/ray';
+import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 import { overriddenRuleFiles } from '../harness/rules-override';
 import { samplesOf, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
@@ -108,7 +108,7 @@ describe('install: npm package and container image against real Ray Serve', () =
   const tmp = tmpDir('hse-install-');
 
   beforeAll(async () => {
-    ray = await startRayServing(rayAppConfig('two-step.yaml'), 'two-step', 180_000);
+    ray = await startRay({ serving: { config: rayAppConfig('two-step.yaml'), app: 'two-step', timeoutMs: 180_000 } });
   });
 
   afterAll(async () => {
