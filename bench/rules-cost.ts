@@ -176,7 +176,8 @@ export async function rulesCost(apps: number, o: RulesCostOptions = {}): Promise
   }
 }
 
-const REGISTRATION_GROUP = 'hypha-serve-registration';
+/** The groups whose alerts fire once per app: incident 1 as Ray Serve and the registry see it, and as the worker does. */
+const PER_APP_GROUPS = ['hypha-serve-registration', 'hypha-serve-worker'];
 
 /**
  * The shipped pack on Prometheus 2.42 at each size (the target rows), then what the cost is made of:
@@ -204,11 +205,14 @@ export function rulesCostText(all: RulesCost[]): string {
       lines.push(`| ${r.apps.toLocaleString('en')} | ${r.series.toLocaleString('en')} | ${r.paging} | ${g.group} | ${g.rules} | ${(g.durationMedianS * 1000).toFixed(0)} / ${(g.durationMaxS * 1000).toFixed(0)} ms | ${pct(g.durationMedianS)} / ${pct(g.durationMaxS)} |`);
     }
   }
-  lines.push('', '| apps | target | costliest group, median | met |', '|---|---|---|---|');
+  // The target is per group (a group that overruns its interval skips evaluations; groups run concurrently);
+  // the sum is the ruler's whole time per evaluation, reported beside it so a split into groups hides nothing.
+  lines.push('', '| apps | target (per group) | costliest group, median | met | all groups together, median sum |', '|---|---|---|---|---|');
   for (const r of runs) {
     const worst = Math.max(...r.groups.map((g) => g.durationMedianS));
+    const sum = r.groups.reduce((a, g) => a + g.durationMedianS, 0);
     const limit = r.apps <= 1000 ? 0.05 * INTERVAL_S : INTERVAL_S;
-    lines.push(`| ${r.apps.toLocaleString('en')} | ≤ ${(limit * 1000).toFixed(0)} ms (${r.apps <= 1000 ? '5 %' : '100 %'}) | ${(worst * 1000).toFixed(0)} ms (${pct(worst)}) | ${worst <= limit ? 'yes' : '**no**'} |`);
+    lines.push(`| ${r.apps.toLocaleString('en')} | ≤ ${(limit * 1000).toFixed(0)} ms (${r.apps <= 1000 ? '5 %' : '100 %'}) | ${(worst * 1000).toFixed(0)} ms (${pct(worst)}) | ${worst <= limit ? 'yes' : '**no**'} | ${(sum * 1000).toFixed(0)} ms (${pct(sum)}) |`);
   }
   lines.push('', '| apps | rules | queries per evaluation | of them template queries (≈) |', '|---|---|---|---|');
   for (const r of runs) lines.push(`| ${r.apps.toLocaleString('en')} | ${r.rulesTotal} | ${r.queriesPerEval.toFixed(0)} | ${Math.max(0, r.queriesPerEval - r.rulesTotal - 1).toFixed(0)} |`);
@@ -222,16 +226,17 @@ export function rulesCostText(all: RulesCost[]): string {
     };
     lines.push(
       '',
-      `What ${REGISTRATION_GROUP}'s time is made of, with the same exposition and every app paging: the same rule files with the `
-        + 'alerts\' texts removed or made constant (`RulesVariant` in bench/rules-cost.ts), and the shipped pack on Prometheus 3.x.',
+      `What the per-app groups' time (${PER_APP_GROUPS.join(', ')}) is made of, with the same exposition and every app paging: the `
+        + 'same rule files with the alerts\' texts removed or made constant (`RulesVariant` in bench/rules-cost.ts), and the shipped pack on Prometheus 3.x.',
       '',
-      `| apps | Prometheus | rules evaluated | ${REGISTRATION_GROUP} median / max | share of the interval |`,
-      '|---|---|---|---|---|',
+      `| apps | Prometheus | rules evaluated | ${PER_APP_GROUPS.map((n) => `${n} median / max`).join(' | ')} | share of the interval, each |`,
+      `|---|---|---|${PER_APP_GROUPS.map(() => '---|').join('')}---|`,
     );
     for (const r of [...runs.filter((x) => parts.some((p) => p.apps === x.apps)), ...parts]) {
-      const g = r.groups.find((x) => x.group === REGISTRATION_GROUP);
-      if (g === undefined) continue;
-      lines.push(`| ${r.apps.toLocaleString('en')} | ${r.prometheus} | ${what[r.variant]} | ${(g.durationMedianS * 1000).toFixed(0)} / ${(g.durationMaxS * 1000).toFixed(0)} ms | ${pct(g.durationMedianS)} |`);
+      const gs = PER_APP_GROUPS.map((n) => r.groups.find((x) => x.group === n));
+      if (gs.some((g) => g === undefined)) continue;
+      const cells = gs.map((g) => (g ? `${(g.durationMedianS * 1000).toFixed(0)} / ${(g.durationMaxS * 1000).toFixed(0)} ms` : ''));
+      lines.push(`| ${r.apps.toLocaleString('en')} | ${r.prometheus} | ${what[r.variant]} | ${cells.join(' | ')} | ${gs.map((g) => (g ? pct(g.durationMedianS) : '')).join(', ')} |`);
     }
   }
   return lines.join('\n');

@@ -20,6 +20,7 @@ import type { MixinConfig } from './rules/config';
 import { withSelector } from './rules/promql';
 import { Group, isAlert, Rule } from './rules/model';
 import { registrationGroup } from './rules/registration';
+import { workerGroup } from './rules/worker';
 import { servicesGroup } from './rules/services';
 import { dashboardGroup, serveGroup } from './rules/serve';
 import { exporterGroup } from './rules/exporter';
@@ -34,7 +35,7 @@ export type { AlertingRule, Group, RecordingRule } from './rules/model';
 /** The pack: `recording` holds what only dashboards read (rules/recording.yml), `alerting` the groups of rules/alerts.yml. */
 export function buildRules(c: MixinConfig): { recording: Group[]; alerting: Group[] } {
   const recording = [dashboardGroup(c)];
-  const alerting = [registrationGroup(c), servicesGroup(c), serveGroup(c), exporterGroup(c)];
+  const alerting = [registrationGroup(c), workerGroup(c), servicesGroup(c), serveGroup(c), exporterGroup(c)];
   for (const g of [...recording, ...alerting]) for (const r of g.rules) r.expr = withSelector(r.expr, c.exporter_selector);
   return { recording, alerting };
 }
