@@ -290,6 +290,9 @@ const COMPUTED: Record<string, string> = {
   'server without a stable id': '≤ 2 min (1 min `for:` + 30 s `group_wait` of the chat route + sampling)',
 };
 
+/** A path's label is a Prometheus version ("2.42") or an engine's name and version ("Thanos 0.42.4"). */
+const engineColumn = (label: string): string => (/^\d/.test(label) ? `Prometheus ${label}` : label);
+
 function shippedTable(rs: ShippedResult[]): string {
   const versions = [...new Set(rs.map((r) => r.prometheus))];
   const scenarios = [...new Set(rs.map((r) => r.scenario))];
@@ -304,10 +307,12 @@ function shippedTable(rs: ShippedResult[]): string {
   return [
     `Command: \`npm run bench:time-to-page:real\` (${new Date().toISOString().slice(0, 10)}, 2 shared cores). Real Hypha (artifact manager on moto S3), Ray Serve with BioEngine-shaped apps ` +
       '(test/ray-apps/bioengine_like.py, the 0.16.1 proxy gate), the exporter, the shipped rules unchanged, exporter sampling, scrape and evaluation every 15 s, ' +
-      'Alertmanager 0.25 with examples/alertmanager.yml (group_wait 30 s), one Alertmanager and webhook per Prometheus version. Fault times are observed on the upstream: ' +
+      'Alertmanager 0.25 with examples/alertmanager.yml (group_wait 30 s), one Alertmanager and webhook per rule engine: Prometheus 2.42 and 3.x, and when built ' +
+      '(scripts/setup-engines.sh) Thanos Ruler and vmalert on VictoriaMetrics, the latter with VictoriaMetrics\' production delays (-search.latencyOffset and -rule.evalDelay 30 s) ' +
+      'and once more with vmalert -evaluationInterval=5s (docs/alerts.md, "Engines"). Fault times are observed on the upstream: ' +
       '1a when Hypha stops listing the app\'s service (polled every 250 ms), 1b when Ray reports the cold-deployed app RUNNING, 2 when the restarted Hypha answers readiness under its new server id.',
     '',
-    `| fault | alert | before (1220f8e) | after, ${versions.map((v) => `Prometheus ${v}`).join(' | after, ')} | after, computed worst case | target |`,
+    `| fault | alert | before (1220f8e) | after, ${versions.map(engineColumn).join(' | after, ')} | after, computed worst case | target |`,
     `|---|---|---|${versions.map(() => '---|').join('')}---|---|`,
     ...rows,
   ].join('\n');

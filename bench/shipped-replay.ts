@@ -14,6 +14,7 @@ import { BIOENGINE_PREFIX, bioengineApp, bioengineServiceIds } from '../test/hel
 
 const SHIPPED = { sampleInterval: '15s', sampleTimeout: '5s', scrapeInterval: '15s', evaluationInterval: '15s' } as const;
 const WS = 'ws-user-root';
+const VMALERT_FAST_EVALUATION = '5s';
 const POLL_MS = 250;
 
 export interface ShippedResult {
@@ -49,6 +50,12 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
     // Thanos Ruler and vmalert on VictoriaMetrics (scripts/setup-engines.sh), when built: the same rules and intervals.
     for (const e of (['thanos', 'victoriametrics'] as const).filter((x) => engineListed(x))) {
       paths.push(await startEngineAlertPath(stack, e, { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval }));
+    }
+    // vmalert once more at a 5 s evaluation interval, scrape unchanged: what docs/alerts.md ("Engines") offers
+    // for incident 2's 90 s target there, since each recorded level costs vmalert one evaluation interval.
+    if (engineListed('victoriametrics')) {
+      const p = await startEngineAlertPath(stack, 'victoriametrics', { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: VMALERT_FAST_EVALUATION });
+      paths.push({ ...p, label: `${p.label} (-evaluationInterval=${VMALERT_FAST_EVALUATION})` });
     }
     log(`[bench] shipped rules on ${paths.map((p) => p.label).join(', ')}`);
     const registered = async (app: string) => {
