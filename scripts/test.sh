@@ -40,7 +40,7 @@ alone=(ha-pair status-page-browser setup-idempotent)
 # Lane b takes every file not listed here (a new file lands there), and every install-* file (they
 # apt-get and build images): lanes a and c list none.
 lane_a=(e2e-incidents runbooks-apps hypha-client services-witness services-providers alertmanager-routing server-id)
-lane_c=(page-continuity dashboards-live hypha-registration prometheus-versions runbooks-hypha credentials services-restart ray-serve-exporter runbooks-web ray-harness hypha-faults)
+lane_c=(vmalert-cause page-continuity dashboards-live hypha-registration prometheus-versions runbooks-hypha credentials services-restart ray-serve-exporter runbooks-web ray-harness hypha-faults)
 lanes=(integration-a integration-b integration-c)
 pattern() { local IFS='|'; echo "test/integration/($*)\\.test\\.ts$"; }
 if [ "${INTEGRATION_LANES:-3}" = 1 ]; then

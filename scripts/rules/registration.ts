@@ -136,16 +136,20 @@ export function registrationGroup(c: MixinConfig): Group {
       {
         record: R.cause,
         comment:
-          'The registration state(s) behind a page, one series per state (value 1): the missing_* states the replicas report ' +
-          'now (in an HA pair a replica not scraped since the app left still says registered, which is no cause), else ' +
-          'their current state (registered or not_running: the missing_* ones are known to be 0 there, so they are not ' +
-          'read twice), else in a gap the last state within the bridge.',
+          'The registration state(s) behind a page, one series per state of the app: 1 = a cause: the missing_* states the ' +
+          'replicas report now (in an HA pair a replica not scraped since the app left still says registered, which is no ' +
+          'cause), else their current state (registered or not_running: the missing_* ones are known to be 0 there, so ' +
+          'they are not read twice), else in a gap the last state within the bridge; 0 = every other state. The zeros keep ' +
+          'each series through a state change: on VictoriaMetrics a recorded series that is new was not yet readable at the ' +
+          'page\'s first evaluation, which then said cause unknown.',
         expr: block(`
             max by (${app}, state) (${state}{state=~"missing_.*"} == 1)
           or on (${app})
             max by (${app}, state) (${state}{state!~"missing_.*"} == 1)
           or on (${app})
-            max by (${app}, state) (last_over_time(${state}[${B}]) == 1)
+            max by (${app}, state) (last_over_time(${state}[${B}]))
+          or
+            max by (${app}, state) (${state}) * 0
         `),
       },
       {
@@ -155,7 +159,7 @@ export function registrationGroup(c: MixinConfig): Group {
           'service (the expected service id, "(unknown)" when the exporter has none) and proven ("true" while the exporter ' +
           'proves the cause final); value: seconds since the service went missing, -1 when unknown.',
         expr: block(`
-            ${withReason(R.cause)}
+            ${withReason(`${R.cause} == 1`)}
           * on (${app}) group_left (service)
             topk by (${app}) (1,
                 max by (${app}, service) (${m('hypha_serve_app_expected_service_info')})
