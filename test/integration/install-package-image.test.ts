@@ -431,10 +431,14 @@ describe('install: npm package and container image against real Ray Serve', () =
       await runExporter(names[2], controlVolume, controlPort);
       const controlBase = `http://127.0.0.1:${controlPort}`;
       await waitFor('control container /-/ready', async () => (await get(`${controlBase}/-/ready`).catch(() => ({ status: 0 }))).status === 200, 120_000, 200);
+      // A fresh container connects to Hypha and Ray from scratch beside two other lanes: allow it what /-/ready gets,
+      // and say which source it had not sampled if it still has not.
       const control = await waitFor('the control container sampled both', async () => {
         const t = await metrics(controlBase);
-        return cachedId(t) !== undefined && registrationState(t) !== undefined ? t : undefined;
-      }, 60_000, 250);
+        if (cachedId(t) !== undefined && registrationState(t) !== undefined) return t;
+        const up = samplesOf(t, 'hypha_serve_source_up', {}).map((x) => `${x.labels.source}=${x.value}`).join(' ');
+        throw new Error(`cached id ${cachedId(t) ?? 'none'}, registration state ${registrationState(t) ?? 'none'}, sources up: ${up || 'none'}`);
+      }, 120_000, 250);
       expect(cachedId(control)).toBe('standin-b');
       expect(seriesValue(control, 'hypha_serve_service_cached_stale', { service: SVC, holder: 'exporter' })).toBe(0);
       expect(registrationState(control)).toBe('missing_history_unknown');
