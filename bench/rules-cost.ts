@@ -12,6 +12,7 @@ import { parse, stringify } from 'yaml';
 import { startPrometheus } from '../test/harness/prometheus';
 import { DEBIAN_PROMETHEUS, PrometheusVersion } from '../test/harness/prometheus-versions';
 import { repoRoot, waitFor } from '../test/harness/proc';
+import { REGISTRATION_STATES } from '../src/snapshot/registration';
 
 const JOB = 'hypha-serve-exporter';
 const INTERVAL_S = 15;
@@ -21,12 +22,11 @@ function exposition(n: number): string {
   const out: string[] = [];
   out.push(`hypha_serve_source_up{source="ray",ray_cluster="kth"} 1`, `hypha_serve_source_up{source="hypha",hypha="main"} 1`);
   out.push(`hypha_serve_worker_up{hypha="main",worker="bioimage-io/w-kth"} 1`);
-  const states = ['registered', 'not_running', 'missing_scaled_to_zero', 'missing_never_registered', 'missing_crashed', 'missing_after_reconnect', 'missing_history_unknown', 'missing_other'];
   const statuses = ['DEPLOYING', 'DEPLOY_FAILED', 'RUNNING', 'UNHEALTHY', 'DELETING', 'NOT_STARTED'];
   for (let i = 0; i < n; i++) {
     const app = `ray_cluster="kth",app="app-${i}"`;
     for (const s of statuses) out.push(`hypha_serve_app_status{${app},status="${s}"} ${s === 'RUNNING' ? 1 : 0}`);
-    for (const s of states) out.push(`hypha_serve_app_registration_state{${app},hypha="main",state="${s}"} ${s === 'missing_after_reconnect' ? 1 : 0}`);
+    for (const s of REGISTRATION_STATES) out.push(`hypha_serve_app_registration_state{${app},hypha="main",state="${s}"} ${s === 'missing_after_reconnect' ? 1 : 0}`);
     out.push(`hypha_serve_app_registration_stuck{${app},hypha="main"} 1`);
     out.push(`hypha_serve_app_unregistered_since_timestamp_seconds{${app},hypha="main"} ${Math.floor(Date.now() / 1000) - 60}`);
     out.push(`hypha_serve_app_expected_service_info{${app},hypha="main",workspace="bioimage-io",service="bioimage-io/w-kth-${i}:app-${i}"} 1`);

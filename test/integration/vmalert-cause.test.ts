@@ -10,11 +10,11 @@ import path from 'node:path';
 import { EngineChain, EXPORTER_JOB, startEngineChain } from '../harness/alert-path';
 import { requireEngine } from '../harness/engines';
 import { artifactsDir, waitFor } from '../harness/proc';
+import { REGISTRATION_STATES } from '../../src/snapshot/registration';
 
 jest.setTimeout(300_000);
 
 const APPS = ['a0', 'a1', 'a2', 'a3', 'a4'];
-const STATES = ['registered', 'not_running', 'missing_scaled_to_zero', 'missing_never_registered', 'missing_crashed', 'missing_after_reconnect', 'missing_history_unknown', 'missing_other'];
 
 /** What the exporter serves for APPS, RUNNING, in `state` (explicit zeros, as the exporter does). */
 function exposition(state: 'registered' | 'missing_scaled_to_zero', sinceS: number): string {
@@ -22,7 +22,7 @@ function exposition(state: 'registered' | 'missing_scaled_to_zero', sinceS: numb
   for (const a of APPS) {
     const app = `ray_cluster="kth",app="${a}"`;
     out.push(`hypha_serve_app_status{${app},status="RUNNING"} 1`, `hypha_serve_app_status{${app},status="DEPLOYING"} 0`);
-    for (const s of STATES) out.push(`hypha_serve_app_registration_state{${app},hypha="main",state="${s}"} ${s === state ? 1 : 0}`);
+    for (const s of REGISTRATION_STATES) out.push(`hypha_serve_app_registration_state{${app},hypha="main",state="${s}"} ${s === state ? 1 : 0}`);
     out.push(`hypha_serve_app_registration_stuck{${app},hypha="main"} ${state === 'registered' ? 0 : 1}`);
     if (state !== 'registered') out.push(`hypha_serve_app_unregistered_since_timestamp_seconds{${app},hypha="main"} ${sinceS}`);
     out.push(`hypha_serve_app_expected_service_info{${app},hypha="main",workspace="ws",service="ws/w-${a}:${a}"} 1`);
