@@ -30,6 +30,7 @@ export {
 } from './rules/config';
 export type { AlertName, CauseWaitAlert, MixinConfig } from './rules/config';
 export { humanDuration, withSelector } from './rules/promql';
+export { compact } from './rules/model';
 export type { AlertingRule, Group, RecordingRule } from './rules/model';
 
 /** The pack: `recording` holds what only dashboards read (rules/recording.yml), `alerting` the groups of rules/alerts.yml. */

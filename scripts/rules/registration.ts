@@ -63,7 +63,7 @@ export const CAUSE_ORDER = (Object.keys(CAUSE_TEXT) as RegistrationState[]).sort
 /** The cause_digits record: one digit per state of the cause record, 0 while the page has no known cause. */
 function causeDigits(series: string, id: string, page: string): string {
   const n = CAUSE_ORDER.length;
-  const terms = CAUSE_ORDER.map((state, k) => `${series}{state="${state}"} * ${10 ** (n - 1 - k)}`);
+  const terms = CAUSE_ORDER.map((state, k) => `(${series}{state="${state}"} == 1) * ${10 ** (n - 1 - k)}`);
   return block(`
       sum by (${id}) (
           ${terms.join('\n        or\n          ')}
@@ -153,6 +153,15 @@ export function registrationGroup(c: MixinConfig): Group {
         `),
       },
       {
+        record: R.causeDigits,
+        comment:
+          `The page's causes as one number, for the cause annotation without a query: a decimal digit per registration state ` +
+          `(${CAUSE_ORDER.join(', ')}, from the left), 1 where the state is a cause in ${R.cause}; ` +
+          `0 while the page condition is recorded but no state is known. One series per app: the context below reads it ` +
+          `as its set of apps (the cause record has eight per app).`,
+        expr: causeDigits(R.cause, app, R.page),
+      },
+      {
         record: R.context,
         comment:
           'What the page says, one series per cause (state): labels reason (the cause in a sentence, the runbook branch), ' +
@@ -166,29 +175,21 @@ export function registrationGroup(c: MixinConfig): Group {
               or on (${app})
                 max by (${app}, service) (last_over_time(${m('hypha_serve_app_expected_service_info')}[${B}]))
               or on (${app})
-                label_replace(max by (${app}) (${R.cause}), "service", "(unknown)", "", "")
+                label_replace(group by (${app}) (${R.causeDigits}), "service", "(unknown)", "", "")
             )
           * on (${app}) group_left ()
             (
                 time() - min by (${app}) (last_over_time(${m('hypha_serve_app_unregistered_since_timestamp_seconds')}[${B}]))
               or on (${app})
-                max by (${app}) (${R.cause}) * 0 - 1
+                ${R.causeDigits} * 0 - 1
             )
           * on (${app}) group_left (proven)
             (
                 label_replace(${R.stuckBridged} == 1, "proven", "true", "", "")
               or on (${app})
-                label_replace(max by (${app}) (${R.cause}), "proven", "false", "", "")
+                label_replace(group by (${app}) (${R.causeDigits}), "proven", "false", "", "")
             )
         `),
-      },
-      {
-        record: R.causeDigits,
-        comment:
-          `The page's causes as one number, for the cause annotation without a query: a decimal digit per registration state ` +
-          `(${CAUSE_ORDER.join(', ')}, from the left), 1 where the state is a cause in ${R.cause}; ` +
-          `0 while the page condition is recorded but no state is known.`,
-        expr: causeDigits(R.cause, app, R.page),
       },
       alert(c, 'HyphaServeAppRunningNotRegistered', {
         comment:
@@ -200,13 +201,14 @@ export function registrationGroup(c: MixinConfig): Group {
           cause: causeFromDigits(c, R.context, ID.app),
           description: prose(`
             ${ctx}Ray Serve app {{ $labels.app }} on Ray cluster {{ $labels.ray_cluster }} is RUNNING, but its expected Hypha
-            service {{ with $ctx }}{{ . | first | label "service" }}{{ else }}(unknown){{ end }} has been absent from the registry
-            of Hypha server {{ $labels.hypha }}{{ with $ctx }}{{ if eq (. | first | label "proven") "true" }}, and BioEngine will
-            not register it by itself: a deployment it gates on is idle at zero and only a call through the missing service
-            would wake it{{ else }} for more than ${uncertain}{{ end }}{{ if ge (. | first | value) 0.0 }} (missing for {{ . | first | value | humanizeDuration }}){{ end }}.
-            Cause: {{ range $i, $c := . }}{{ if $i }}; {{ end }}{{ $c.Labels.state }}: {{ $c.Labels.reason }}{{ end }}{{ else }}
-            for more than ${uncertain}. Cause: unknown (no registration state in the last ${humanDuration(B)}){{ end }}.
-            Callers get "Service not found" while Ray and the worker look healthy.
+            service {{ with $ctx }}{{ $c := first . }}{{ $c.Labels.service }} has been absent from the registry of Hypha server
+            {{ $labels.hypha }}{{ if eq $c.Labels.proven "true" }}, and BioEngine will not register it by itself: a deployment it
+            gates on is idle at zero and only a call through the missing service would wake it{{ else }} for more than
+            ${uncertain}{{ end }}{{ if ge $c.Value 0.0 }} (missing for {{ humanizeDuration $c.Value }}){{ end }}. Cause:
+            {{ range $i, $x := . }}{{ if $i }}; {{ end }}{{ $x.Labels.state }}: {{ $x.Labels.reason }}{{ end }}{{ else }}(unknown)
+            has been absent from the registry of Hypha server {{ $labels.hypha }} for more than ${uncertain}. Cause: unknown (no
+            registration state in the last ${humanDuration(B)}){{ end }}. Callers get "Service not found" while Ray and the
+            worker look healthy.
           `),
         },
       }),

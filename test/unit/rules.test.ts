@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { main as genMain, MANIFEST_PATH, renderAll, renderPrometheusRule } from '../../scripts/gen-prometheusrule';
-import { ALERT_NAMES, humanDuration, loadMixinConfig, MIXIN_CONFIG_PATH, renderPack, scaleDurations, withSelector } from '../../scripts/gen-rules';
+import { ALERT_NAMES, compact, humanDuration, loadMixinConfig, MIXIN_CONFIG_PATH, renderPack, scaleDurations, withSelector } from '../../scripts/gen-rules';
 import { prometheusVersions } from '../harness/prometheus-versions';
 import { loadRules, metricNamesIn, metricNamesUsedByRules } from '../helpers/rule-metrics';
 
@@ -144,6 +144,13 @@ describe('the mixin generator', () => {
       expect({ file: rel, inSync: fs.readFileSync(path.join(ROOT, rel), 'utf8') === text }).toEqual({ file: rel, inSync: true });
     }
     expect(fs.readFileSync(path.join(ROOT, MANIFEST_PATH), 'utf8')).toBe(renderPrometheusRule(ROOT, CONFIG));
+  });
+
+  test('templates are written without the spaces inside {{ }} (Prometheus parses each per alert and evaluation), trim markers kept', () => {
+    expect(compact('{{ if eq $value 1.0 }}a {{- with $x }} b {{ . -}} {{ end }}')).toBe('{{if eq $value 1.0}}a {{- with $x}} b {{. -}} {{end}}');
+    const templates = alerts.flatMap((a) => [...Object.values(a.labels), ...Object.values(a.annotations)]);
+    expect(templates.filter((t) => t.includes('{{')).length).toBeGreaterThanOrEqual(17);
+    expect(templates.filter((t) => t !== compact(t))).toEqual([]);
   });
 
   test('--check exits 0 when in sync and 1 naming the file when a generated file drifted', () => {
