@@ -58,12 +58,12 @@ export function alert(
     expr: rest.expr,
     for: s.for,
     ...(s.keep_firing_for ? { keep_firing_for: s.keep_firing_for } : {}),
-    labels: mapValues({ severity: s.severity, ...(rest.labels ?? {}) }, compact),
-    annotations: mapValues({ ...rest.annotations, runbook_url: c.runbook_url_template.replace('%s', name.toLowerCase()) }, compact),
+    labels: compactEach({ severity: s.severity, ...(rest.labels ?? {}) }),
+    annotations: compactEach({ ...rest.annotations, runbook_url: c.runbook_url_template.replace('%s', name.toLowerCase()) }),
     comment: rest.comment,
   };
 }
 
-function mapValues(o: Record<string, string>, f: (v: string) => string): Record<string, string> {
-  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+function compactEach(templates: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(templates).map(([k, v]) => [k, compact(v)]));
 }
