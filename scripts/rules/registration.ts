@@ -14,7 +14,6 @@ export const REGISTRATION = {
   stuckBridged: 'ray_cluster_app:hypha_serve_app_registration_stuck:bridged',
   stuckHeld: 'ray_cluster_app:hypha_serve_app_registration_stuck:held',
   page: 'ray_cluster_app:hypha_serve_app_running_not_registered:page',
-  cause: 'ray_cluster_app:hypha_serve_app_registration_state:cause',
   causeDigits: 'ray_cluster_app:hypha_serve_app_registration_state:cause_digits',
   context: 'ray_cluster_app:hypha_serve_app_not_registered:context',
   deregistersAtZero: 'ray_cluster_app:hypha_serve_app_deregisters_at_zero:bool',
@@ -40,37 +39,56 @@ export const CAUSE_TEXT: Record<RegistrationState, string> = {
 };
 
 /**
- * The cause sentences as a label: `reason` on each context series, from the total map above, so the
- * page template prints a label instead of parsing an eight-way branch for every alert at every
- * evaluation (the costliest part of the group at 1,000 paging apps, docs/alerts.md "Cost").
- */
-function withReason(series: string): string {
-  // Nested label_replace: each sets reason only where state matches its state (else the series passes
-  // unchanged), the last fills what is still empty: one selector, and no `or` whose matching differs by engine.
-  const steps: [string, string, string][] = [
-    ...Object.entries(CAUSE_TEXT).map(([state, text]): [string, string, string] => [text, 'state', state]),
-    ['a state this rules pack does not know', 'reason', ''],
-  ];
-  return steps.reduce((inner, [text, src, regex]) => `label_replace(${inner}, "reason", "${text.replace(/"/g, '\\"')}", "${src}", "${regex}")`, series);
-}
-
-/**
  * The registration states in the order of the page's cause list (by name, as the context's
  * sortByLabel "state"), one decimal digit each in the cause_digits record: the k-th state is 10^(n-1-k).
  */
 export const CAUSE_ORDER = (Object.keys(CAUSE_TEXT) as RegistrationState[]).sort();
 
-/** The cause_digits record: one digit per state of the cause record, 0 while the page has no known cause. */
-function causeDigits(series: string, id: string, page: string): string {
-  const n = CAUSE_ORDER.length;
-  const terms = CAUSE_ORDER.map((state, k) => `(${series}{state="${state}"} == 1) * ${10 ** (n - 1 - k)}`);
+/** A registration state's digit in cause_digits. */
+function digitOf(state: RegistrationState): number {
+  return 10 ** (CAUSE_ORDER.length - 1 - CAUSE_ORDER.indexOf(state));
+}
+
+/**
+ * The cause_digits record (its rule comment says what it holds), read straight from the exporter's state
+ * set: per state a term that is the state's digit where some replica reports it as 1, summed per app.
+ */
+function causeDigits(c: MixinConfig, id: string, page: string): string {
+  const state = m('hypha_serve_app_registration_state');
+  const terms = (states: RegistrationState[], read: (selector: string) => string) =>
+    states.map((s) => `(max by (${id}, state) (${read(`${state}{state="${s}"}`)}) == 1) * ${digitOf(s)}`).join('\n        or\n          ');
+  const missing = CAUSE_ORDER.filter((s) => s.startsWith('missing_'));
+  const others = CAUSE_ORDER.filter((s) => !missing.includes(s));
   return block(`
       sum by (${id}) (
-          ${terms.join('\n        or\n          ')}
+          ${terms(missing, (sel) => sel)}
+      )
+    or on (${id})
+      sum by (${id}) (
+          ${terms(others, (sel) => sel)}
+      )
+    or on (${id})
+      sum by (${id}) (
+          ${terms(CAUSE_ORDER, (sel) => `last_over_time(${sel}[${c.bridge}])`)}
       )
     or on (${id})
       ${page} * 0
   `);
+}
+
+/**
+ * One series per cause of a page, from its cause_digits, value 1: labels state and reason (the cause in a
+ * sentence, the runbook branch, from the total map above, so the page template prints a label instead of
+ * parsing an eight-way branch for every alert at every evaluation). A state is a cause where its digit d is
+ * 1: the digits below it are 0 or 1, so the remainder below the next digit is at least d and below 2d.
+ */
+function causesOf(digits: string): string {
+  const terms = CAUSE_ORDER.map((s) => {
+    const d = digitOf(s);
+    const one = `floor((${digits} % ${d * 10} >= ${d}) / ${d})`;
+    return `label_replace(label_replace(${one}, "state", "${s}", "", ""), "reason", "${CAUSE_TEXT[s].replace(/"/g, '\\"')}", "", "")`;
+  });
+  return `(\n    ${terms.join('\n  or\n    ')}\n)`;
 }
 
 /**
@@ -134,32 +152,15 @@ export function registrationGroup(c: MixinConfig): Group {
         waits,
       }),
       {
-        record: R.cause,
-        comment:
-          'The registration state(s) behind a page, one series per state of the app: 1 = a cause: the missing_* states the ' +
-          'replicas report now (in an HA pair a replica not scraped since the app left still says registered, which is no ' +
-          'cause), else their current state (registered or not_running: the missing_* ones are known to be 0 there, so ' +
-          'they are not read twice), else in a gap the last state within the bridge; 0 = every other state. The zeros keep ' +
-          'each series through a state change: on VictoriaMetrics a recorded series that is new was not yet readable at the ' +
-          'page\'s first evaluation, which then said cause unknown.',
-        expr: block(`
-            max by (${app}, state) (${state}{state=~"missing_.*"} == 1)
-          or on (${app})
-            max by (${app}, state) (${state}{state!~"missing_.*"} == 1)
-          or on (${app})
-            max by (${app}, state) (last_over_time(${state}[${B}]))
-          or
-            max by (${app}, state) (${state}) * 0
-        `),
-      },
-      {
         record: R.causeDigits,
         comment:
           `The page's causes as one number, for the cause annotation without a query: a decimal digit per registration state ` +
-          `(${CAUSE_ORDER.join(', ')}, from the left), 1 where the state is a cause in ${R.cause}; ` +
-          `0 while the page condition is recorded but no state is known. One series per app: the context below reads it ` +
-          `as its set of apps (the cause record has eight per app).`,
-        expr: causeDigits(R.cause, app, R.page),
+          `(${CAUSE_ORDER.join(', ')}, from the left), 1 where the state is a cause: the missing_* states that a replica ` +
+          'reports now, else the states reported now (registered or not_running; in an HA pair a replica not scraped since ' +
+          'the app left still says registered, which is no cause while another says missing), else in a gap each state\'s ' +
+          `last value within ${B}; 0 while the page condition is recorded but no state is known. One series per app whose ` +
+          'value changes with the cause (on VictoriaMetrics a recorded series that is new is readable only evaluations later).',
+        expr: causeDigits(c, app, R.page),
       },
       {
         record: R.context,
@@ -168,7 +169,7 @@ export function registrationGroup(c: MixinConfig): Group {
           'service (the expected service id, "(unknown)" when the exporter has none) and proven ("true" while the exporter ' +
           'proves the cause final); value: seconds since the service went missing, -1 when unknown.',
         expr: block(`
-            ${withReason(`${R.cause} == 1`)}
+            ${causesOf(R.causeDigits).replace(/\n/g, '\n            ')}
           * on (${app}) group_left (service)
             topk by (${app}) (1,
                 max by (${app}, service) (${m('hypha_serve_app_expected_service_info')})

@@ -110,7 +110,7 @@ describe('end-to-end incident replays', () => {
    * samples of each it holds over the last 2 minutes (a series that came late or went stale shows there).
    */
   const contextOf = async (p: AlertPath, app: string) => {
-    const names = ['not_registered:context', 'registration_state:cause', 'registration_state:cause_digits', 'running_not_registered:page', 'running_not_registered:bridged', 'registration_stuck:bridged'];
+    const names = ['not_registered:context', 'registration_state:cause_digits', 'running_not_registered:page', 'running_not_registered:bridged', 'registration_stuck:bridged'];
     const brief = (m: Record<string, string>) => [m.state, m.proven && `proven=${m.proven}`].filter(Boolean).join(' ');
     const out: string[] = [];
     for (const n of names) {

@@ -1,10 +1,11 @@
 // Incident 1's cause on vmalert at a state change (issue 25): vmalert on a single-node VictoriaMetrics evaluates
 // the shipped rules every second over a static exposition of five apps that turn from registered to
 // missing_scaled_to_zero (proven stuck) at the same moment; through Alertmanager with the example routing, each
-// app's first page must name that cause. While the cause record held only the causes, the new state's series was
+// app's first page must name that cause. While a cause record held only the causes, the new state's series was
 // a new series in VictoriaMetrics, not yet readable at the page's first evaluation: the first notifications said
-// "unknown" (0 and 2 of 5 right in two runs of this scenario, 2026-12-04). The record now keeps a series per state
-// (docs/alerts.md "Engines"). The end-to-end replay checks the same on the real stack; this makes the race likely.
+// "unknown" (0 and 2 of 5 right in two runs of this scenario, 2026-12-04). The cause is now one series per app,
+// cause_digits, read from the scraped state set, whose value changes with the cause (docs/alerts.md "Engines").
+// The end-to-end replay checks the same on the real stack; this makes the race likely.
 import http from 'node:http';
 import path from 'node:path';
 import { EngineChain, EXPORTER_JOB, startEngineChain } from '../harness/alert-path';
@@ -52,9 +53,9 @@ describe('vmalert names the cause in the first page after a state change', () =>
       exporterTargets: [`127.0.0.1:${addr.port}`], forDivisor: 1, scrapeInterval: '1s', evaluationInterval: '1s',
       pagesLog: path.join(artifactsDir(), `pages-vmalert-cause-${Date.now()}.log`),
     });
-    // Every state series recorded for a while as registered, so what changes at the flip is values, not series.
+    // Every app's cause recorded for a while as registered (digit 1), so what changes at the flip is a value, not a series.
     await waitFor('the registered apps recorded', async () =>
-      (await chain!.vector(`ray_cluster_app:hypha_serve_app_registration_state:cause{job="${EXPORTER_JOB}",state="registered"} == 1`)).length === APPS.length,
+      (await chain!.vector(`ray_cluster_app:hypha_serve_app_registration_state:cause_digits{job="${EXPORTER_JOB}"} == 1`)).length === APPS.length,
     120_000, 1000);
     const flip = Date.now();
     body = exposition('missing_scaled_to_zero', Math.floor(flip / 1000));
