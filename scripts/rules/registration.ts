@@ -99,8 +99,7 @@ function causesOf(digits: string): string {
  * anew for every alert at every evaluation, so the template's size is a cost at 1,000 pages.
  */
 function causeFromDigits(c: MixinConfig, context: string, id: readonly string[]): string {
-  const n = CAUSE_ORDER.length;
-  const one = CAUSE_ORDER.map((state, k) => `{{ ${k ? 'else if' : 'if'} eq $value ${(10 ** (n - 1 - k)).toFixed(1)} }}${state}`);
+  const one = CAUSE_ORDER.map((state, k) => `{{ ${k ? 'else if' : 'if'} eq $value ${digitOf(state).toFixed(1)} }}${state}`);
   const several = `{{ range $i, $c := ${queryOf(c, context, id)} | sortByLabel "state" }}{{ if $i }}, {{ end }}{{ $c.Labels.state }}{{ else }}unknown{{ end }}`;
   return `${one.join('')}{{ else }}${several}{{ end }}`;
 }
