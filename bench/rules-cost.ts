@@ -1,6 +1,7 @@
 // The rules pack's evaluation cost (issue 25, part 6): a real Prometheus 2.42 evaluates the shipped pack over a
 // static exposition of N apps that all page (a Hypha restart under a new JWT secret: every app RUNNING and missing,
-// its worker still saying registered), scraped and evaluated every 15 s. Reported per group: Prometheus' own
+// the exporter's decision 1 with its cause (metric contract v0.4), its worker still saying registered), scraped and
+// evaluated every 15 s. Reported per group: Prometheus' own
 // prometheus_rule_group_last_duration_seconds, and the queries per evaluation (rule expressions plus the
 // annotation templates' `query` calls, from prometheus_engine_query_duration_seconds_count).
 import fs from 'node:fs';
@@ -12,7 +13,7 @@ import { parse, stringify } from 'yaml';
 import { startPrometheus } from '../test/harness/prometheus';
 import { DEBIAN_PROMETHEUS, PrometheusVersion } from '../test/harness/prometheus-versions';
 import { repoRoot, waitFor } from '../test/harness/proc';
-import { REGISTRATION_STATES } from '../src/snapshot/registration';
+import { BIOENGINE_GATES, CAUSE_TEXT, REGISTRATION_STATES } from '../src/snapshot/registration';
 
 const JOB = 'hypha-serve-exporter';
 const INTERVAL_S = 15;
@@ -27,7 +28,13 @@ function exposition(n: number): string {
     const app = `ray_cluster="kth",app="app-${i}"`;
     for (const s of statuses) out.push(`hypha_serve_app_status{${app},status="${s}"} ${s === 'RUNNING' ? 1 : 0}`);
     for (const s of REGISTRATION_STATES) out.push(`hypha_serve_app_registration_state{${app},hypha="main",state="${s}"} ${s === 'missing_after_reconnect' ? 1 : 0}`);
-    out.push(`hypha_serve_app_registration_stuck{${app},hypha="main"} 1`);
+    out.push(`hypha_serve_app_registration_stuck{${app},hypha="main"} 0`);
+    // The exporter's decisions (contract v0.4): the page (1: its uncertain wait over), why the service is missing, the
+    // gate of its proxy, and the warning before incident 1a (0: not registered).
+    out.push(`hypha_serve_app_running_not_registered_page{${app},hypha="main"} 1`);
+    out.push(`hypha_serve_app_not_registered_cause_info{${app},hypha="main",cause="missing_after_reconnect",reason="${CAUSE_TEXT.missing_after_reconnect}",gate="deregisters_at_zero",proven="false",service="bioimage-io/w-kth-${i}:app-${i}"} 1`);
+    for (const g of BIOENGINE_GATES) out.push(`hypha_serve_app_bioengine_gate{${app},hypha="main",gate="${g}"} ${g === 'deregisters_at_zero' ? 1 : 0}`);
+    out.push(`hypha_serve_app_will_deregister_at_zero{${app},hypha="main"} 0`);
     out.push(`hypha_serve_app_unregistered_since_timestamp_seconds{${app},hypha="main"} ${Math.floor(Date.now() / 1000) - 60}`);
     out.push(`hypha_serve_app_expected_service_info{${app},hypha="main",workspace="bioimage-io",service="bioimage-io/w-kth-${i}:app-${i}"} 1`);
     out.push(`hypha_serve_app_bioengine_proxy{${app}} 1`);
@@ -190,7 +197,7 @@ export function rulesCostText(all: RulesCost[]): string {
   const lines = [
     `Command: \`npm run build && BENCH_ONLY=rules node dist/bench/run.js\` (part of \`npm run bench\`), ${new Date().toISOString().slice(0, 10)}. ` +
       `Prometheus 2.42 (Debian) evaluating the shipped rules/recording.yml and rules/alerts.yml every ${INTERVAL_S} s over a static exposition ` +
-      `scraped every ${INTERVAL_S} s: every app RUNNING, \`missing_after_reconnect\` and proven stuck, its worker saying registered (a Hypha restart ` +
+      `scraped every ${INTERVAL_S} s: every app RUNNING and \`missing_after_reconnect\`, the exporter deciding its page (1), its worker saying registered (a Hypha restart ` +
       'under a new JWT secret), so every app pages. Durations are `prometheus_rule_group_last_duration_seconds` (median and max of 8 ' +
       'samples, one per evaluation); queries per evaluation are the increase of `prometheus_engine_query_duration_seconds_count{slice="inner_eval"}` ' +
       'per interval: one per rule plus one per annotation `query` call of every firing alert. ' +

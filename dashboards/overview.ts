@@ -532,15 +532,16 @@ function beforeIncidentRow(d: DashboardBuilder): void {
     new TablePanel()
       .title('Will the app be deregistered when it idles at zero?')
       .description(
-        'Each BioEngine application registered in Hypha now: "yes" when one of its deployments autoscales with ' +
-          "min_replicas 0: when that deployment idles to zero replicas, BioEngine's ProxyDeployment deregisters the " +
-          'service (0.13.0 to 0.16.1) and only a call through the missing service would bring it back (incident 1a). ' +
-          'Fix: min_replicas >= 1 (the Deployments table shows min and max). ' +
-          'HyphaServeAppWillDeregisterAtZero warns after 1 minute on every "yes". Serve apps whose registrant is ' +
-          'unknown (no ProxyDeployment) never appear.',
+        'Each BioEngine application registered in Hypha now, as the exporter decides it ' +
+          '(hypha_serve_app_will_deregister_at_zero): "yes" when its ProxyDeployment runs a BioEngine release up to ' +
+          '0.16.2 (hypha_serve_app_bioengine_gate deregisters_at_zero) and one of its deployments autoscales with ' +
+          'min_replicas 0: when that deployment idles to zero replicas, the proxy deregisters the service and only a ' +
+          'call through the missing service would bring it back (incident 1a). Fix: upgrade the worker to BioEngine ' +
+          '0.16.30 or later and redeploy the app; min_replicas >= 1 is a stop-gap (the Deployments table shows min ' +
+          'and max). HyphaServeAppWillDeregisterAtZero warns after 1 minute on every "yes".',
       )
       .datasource(DS)
-      .withTarget(tableQuery('A', `max by (${REG_BY}, hypha) (ray_cluster_app:hypha_serve_app_deregisters_at_zero:bool{${APP}})`))
+      .withTarget(tableQuery('A', `max by (${REG_BY}, hypha) (hypha_serve_app_will_deregister_at_zero{${APP}})`))
       .withTransformation({
         id: 'organize',
         options: {
@@ -548,7 +549,7 @@ function beforeIncidentRow(d: DashboardBuilder): void {
           renameByName: { ray_cluster: 'Ray cluster', app: 'App', hypha: 'Hypha server', Value: 'Deregistered at zero' },
         },
       })
-      .overrideByName('Deregistered at zero', [{ id: 'mappings', value: [valueMap([[0, 'no', 'green'], [1, 'yes: raise min_replicas', 'orange']])] }])
+      .overrideByName('Deregistered at zero', [{ id: 'mappings', value: [valueMap([[0, 'no', 'green'], [1, 'yes: upgrade BioEngine', 'orange']])] }])
       .unit('short')
       .links(runbookLinks('HyphaServeAppWillDeregisterAtZero'))
       .height(6)

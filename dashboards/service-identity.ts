@@ -174,10 +174,12 @@ function identityRow(d: DashboardBuilder): void {
       .title('Stale flag per holder')
       .description(
         'STALE while the holder\'s cached client id is not among the live providers; HyphaServiceCachedProxyStale pages after 15 s ' +
-          'when that id is a server id the Hypha server replaced (hypha_serve_service_cached_server_gone: it never returns), else after 2 minutes.',
+          'when that id is a server id the Hypha server replaced (hypha_serve_service_cached_server_gone: it never returns), else after 2 minutes. ' +
+          'Not for the canary while every holder is a BioEngine worker that re-resolves by itself (0.16.30 or later, ' +
+          'hypha_serve_service_witness_self_healing 1): HyphaServiceCachedProxySelfHealing warns, and the exporter releases it after 5 minutes.',
       )
       .withTarget(rangeQuery('A', `max by (service, holder) (service_holder:hypha_serve_service_cached_stale:max{${sel(['service', 'holder'])}})`, '{{holder}} ({{service}})'))
-      .links(runbookLinks('HyphaServiceCachedProxyStale'))
+      .links(runbookLinks('HyphaServiceCachedProxyStale', 'HyphaServiceCachedProxySelfHealing'))
       .height(6)
       .span(12),
   );

@@ -5,7 +5,9 @@
 // Design (docs/alerts.md):
 // - The judgement lives in named recording rules; every alert is a comparison over one of them.
 //   Each group records its facts first and alerts on them after, so Prometheus evaluates them in
-//   order at one timestamp: a real fix resolves the page in the same evaluation.
+//   order at one timestamp: a real fix resolves the page in the same evaluation. Exception: the
+//   registration group reads the exporter's own decisions (metric contract v0.4) with only the HA
+//   max and the gap bridge in the alert, and records nothing.
 // - Facts are recorded per exporter replica as 0/1 series that are ABSENT while unknown (their
 //   source down, the exporter restarting, a reconnect settling), never 0. Each fact's gap bridge is
 //   recorded once (`:bridged`, promql.ts bridge()): aggregated to the fact's identity with the

@@ -20,6 +20,7 @@ export type AlertName =
   | 'HyphaServeWorkerAppRunningNotRegistered'
   | 'HyphaServeAppWillDeregisterAtZero'
   | 'HyphaServiceCachedProxyStale'
+  | 'HyphaServiceCachedProxySelfHealing'
   | 'HyphaServiceCachedProbeFailing'
   | 'HyphaServiceProbeFailing'
   | 'HyphaServiceCallLatencyHigh'

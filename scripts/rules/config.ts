@@ -18,6 +18,7 @@ export const ALERT_NAMES = [
   'HyphaServeWorkerAppRunningNotRegistered',
   'HyphaServeAppWillDeregisterAtZero',
   'HyphaServiceCachedProxyStale',
+  'HyphaServiceCachedProxySelfHealing',
   'HyphaServiceCachedProbeFailing',
   'HyphaServiceProbeFailing',
   'HyphaServiceCallLatencyHigh',
@@ -41,8 +42,11 @@ const alertSettings = z.strictObject({
   keep_firing_for: duration.optional(),
 });
 
-/** Alerts whose wait depends on the cause (issue 19): `for:` confirms a cause the exporter proves final. */
-export const CAUSE_WAIT_ALERTS = ['HyphaServeAppRunningNotRegistered', 'HyphaServiceCachedProxyStale'] as const;
+/**
+ * Alerts whose wait depends on the cause (issue 19), counted in the rules. HyphaServeAppRunningNotRegistered's
+ * waits are the exporter's now (hypha_registration.page_waits, metric contract v0.4): it decides that page itself.
+ */
+export const CAUSE_WAIT_ALERTS = ['HyphaServiceCachedProxyStale'] as const;
 export type CauseWaitAlert = (typeof CAUSE_WAIT_ALERTS)[number];
 
 const causeWait = z.strictObject({ proven: duration, uncertain: duration });
@@ -98,6 +102,11 @@ function readYaml(file: string): unknown {
 export function loadMixinConfig(root: string, userFile?: string): MixinConfig {
   const defaults = readYaml(path.join(root, MIXIN_CONFIG_PATH));
   const merged = userFile === undefined ? defaults : deepMerge(defaults, readYaml(userFile) ?? {});
+  const waits = isPlainObject(merged) ? merged.cause_waits : undefined;
+  if (isPlainObject(waits) && waits.HyphaServeAppRunningNotRegistered !== undefined) {
+    throw new Error(`${userFile ?? MIXIN_CONFIG_PATH}: cause_waits.HyphaServeAppRunningNotRegistered: the exporter decides that page now; `
+      + 'set its waits in the exporter config, hypha_registration.page_waits (docs/alerts.md, Per-cause wait)');
+  }
   const r = configSchema.safeParse(merged);
   if (!r.success) {
     const where = userFile ?? MIXIN_CONFIG_PATH;

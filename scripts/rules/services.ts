@@ -4,6 +4,8 @@ import type { MixinConfig } from './config';
 import { alert, Group } from './model';
 import { block, bridge, humanDuration, ID, labels, m, prose, queryOf, SERVICE_UP, serviceUpWithin } from './promql';
 import { pageRules } from './waits';
+import { CANARY_HOLDER } from '../../src/snapshot/services';
+import { FIRST_RELEASE_WITH_FIXES } from '../../src/util/bioengine-release';
 
 export const SERVICES = {
   cachedStale: 'service_holder:hypha_serve_service_cached_stale:max',
@@ -18,7 +20,23 @@ export const SERVICES = {
   latencyHigh: 'service:hypha_serve_service_call_latency_high:bool',
   clientIdChanges: 'service:hypha_serve_service_client_id_changes:increase1h',
   serverIdChanged: 'hypha:hypha_serve_hypha_server_id_changed:bridged',
+  selfHealing: 'service:hypha_serve_service_witness_self_healing:bridged',
 } as const;
+
+/**
+ * One query for the stale page's text: its context series (no `recovery` label) or-ed with the BioEngine
+ * workers that hold the service and do not re-resolve by themselves or may not (`recovery` stays_stale or
+ * unknown), over the exporter replicas. The text tells them apart by `recovery`.
+ */
+function staleTextQuery(c: MixinConfig, context: string): string {
+  const topo = [...c.topology_labels, 'job'];
+  const sel = (names: string[], extra = '') => `{${[...names.map((n) => `${n}=%q`), ...(extra ? [extra] : [])].join(',')}}`;
+  const args = (names: string[]) => names.map((n) => `$labels.${n}`).join(' ');
+  const ctxIds = [...topo, 'service', 'holder'];
+  const workerIds = [...topo, 'service'];
+  const workers = `max by (holder, version, recovery) (${m('hypha_serve_service_holder_info')}${sel(workerIds, 'recovery!=\\"self_healing\\"')})`;
+  return `printf "${context}${sel(ctxIds)} or ${workers}" ${args(ctxIds)} ${args(workerIds)} | query`;
+}
 
 export function servicesGroup(c: MixinConfig): Group {
   const S = SERVICES;
@@ -31,9 +49,18 @@ export function servicesGroup(c: MixinConfig): Group {
   const latencyThreshold = c.thresholds.call_latency_p90_seconds;
   const churnThreshold = c.thresholds.client_id_changes_per_hour;
   const perService = (series: string, ...keep: string[]) => `max by (${l.of(...ID.service, ...keep)}) (${series}) == 1\n`;
+  const selfHealingRelease = '5 minutes';
   return {
     name: 'hypha-serve-services',
     rules: [
+      {
+        record: S.selfHealing,
+        comment:
+          'Per service, over the exporter replicas and bridged: 1 = the canary is the witness (stale) and every holder the exporter ' +
+          'knows is a BioEngine worker that re-resolves by itself (0.16.30 or later, no holder configured): the exporter ends that ' +
+          `witness by itself (canary.self_healing_release, ${selfHealingRelease}), so it warns instead of paging.`,
+        expr: bridge(c, m('hypha_serve_service_witness_self_healing'), ID.service),
+      },
       {
         record: S.cachedStale,
         comment:
@@ -67,10 +94,12 @@ export function servicesGroup(c: MixinConfig): Group {
         page: S.page,
         pageComment:
           `HyphaServiceCachedProxyStale's condition: 1 = the bridged fact holds and either it has held for ${waits.uncertain} ` +
-          `(cause_waits.uncertain) or the stale id was proven gone within the last ${waits.uncertain}; 0 = the fact holds without ` +
-          'either, or does not hold; absent while unknown for longer than the bridge.',
+          `(cause_waits.uncertain) or the stale id was proven gone within the last ${waits.uncertain}, and it is not the canary of a ` +
+          'self-healing witness; 0 = the fact holds without either, the witness is self-healing (bridged), or the fact does not ' +
+          'hold; absent while unknown for longer than the bridge.',
         id: ID.holder,
         waits,
+        exempt: `label_replace(${S.selfHealing} == 1, "holder", "${CANARY_HOLDER}", "", "")`,
       }),
       {
         record: S.context,
@@ -119,21 +148,45 @@ export function servicesGroup(c: MixinConfig): Group {
         annotations: {
           summary: 'A cached Hypha service proxy points at a client that is no longer a provider.',
           description: prose(`
-            {{ $ctx := ${queryOf(c, S.context, ID.holder)} }}{{ if eq $labels.holder "exporter" }}The exporter's canary, a
+            {{ $all := ${staleTextQuery(c, S.context)} }}{{ $ctx := 0 }}{{ range $all }}{{ if not .Labels.recovery }}{{ $ctx = . }}{{ end }}{{ end }}
+            {{- if eq $labels.holder "exporter" }}The exporter's canary, a
             proxy to {{ $labels.service }} that it resolved earlier and keeps as a witness,{{ else }}Holder {{ $labels.holder }}{{ end }}
-            caches client id {{ with $ctx }}{{ . | first | label "client_id" }}{{ else }}(unknown){{ end }} for
-            {{ $labels.service }}, which has not been among its live providers {{- with $ctx }}{{ if ge (. | first | value) 0.0 }}
-            since {{ . | first | value | humanizeTimestamp }}{{ else if ne (. | first | label "server_gone") "true" }} for
-            ${uncertain}{{ end }}{{ if eq (. | first | label "server_gone") "true" }}; that id is a Hypha server id the server
+            caches client id {{ with $ctx }}{{ .Labels.client_id }}{{ else }}(unknown){{ end }} for
+            {{ $labels.service }}, which has not been among its live providers {{- with $ctx }}{{ if ge .Value 0.0 }}
+            since {{ .Value | humanizeTimestamp }}{{ else if ne .Labels.server_gone "true" }} for
+            ${uncertain}{{ end }}{{ if eq .Labels.server_gone "true" }}; that id is a Hypha server id the server
             replaced when it came back under another id, so it never returns (a server without a fixed --server-id){{ end }}{{ else }}
             for ${uncertain}{{ end }}. Calls through such a proxy hang until they time out while fresh resolutions work (the live
             providers are on the status page and in \`hypha-serve-exporter check\`). What the exporter can know:
-            {{ if and $ctx (eq ($ctx | first | label "holders") "none") }}no holder is configured for this service, so its own canary is
-            the only witness it has{{ else }}its own canary and the holders it is configured to read or probe{{ end }}. What it
+            {{ with $ctx }}{{ if eq .Labels.holders "none" }}no holder is configured for this service, so its own canary is
+            the only witness it has{{ else }}its own canary and the holders it is configured to read or probe{{ end }}{{ else }}its own
+            canary and the holders it is configured to read or probe{{ end }}{{ $n := 0 }}{{ range $all | sortByLabel "holder" }}{{ if
+            .Labels.recovery }}{{ if eq $n 0 }}; of the BioEngine workers it discovered, these do not re-resolve a stale proxy by
+            themselves (BioEngine before ${FIRST_RELEASE_WITH_FIXES}) or may not (a version it cannot place): {{ else }}, {{ end }}{{ $n = 1 }}{{ .Labels.holder }}
+            ({{ with .Labels.version }}BioEngine {{ . }}{{ else }}version unknown{{ end }}, {{ .Labels.recovery }}){{ end }}{{ end }}. What it
             cannot know: every other long-lived client (BioEngine workers, notebooks, services) that resolved {{ $labels.service }}
             before its providers last changed and has not re-resolved since is stuck the same way, and stays stuck after this
             alert resolves (for the canary: when its old client id is live again, every configured holder agrees with the
             providers, or canary.witness_max passes): restart or re-resolve them.
+          `),
+        },
+      }),
+      alert(c, 'HyphaServiceCachedProxySelfHealing', {
+        comment:
+          'Incident 2 without a stuck client: the canary is stale, but every holder the exporter knows re-resolves by itself, so ' +
+          'HyphaServiceCachedProxyStale does not page for it; the exporter ends the witness by itself.',
+        expr: `${S.selfHealing} == 1\n`,
+        annotations: {
+          summary: 'A watched Hypha service re-registered; every BioEngine worker that held it re-resolves by itself.',
+          description: prose(`
+            The exporter's canary, a proxy to {{ $labels.service }} that it resolved earlier and keeps as a witness, is bound to a
+            client id that is no longer among the live providers: the service re-registered under a new client id. Every
+            long-lived client the exporter knows of is a BioEngine worker that re-resolves its proxy by itself
+            (${FIRST_RELEASE_WITH_FIXES} or later):
+            {{ range $i, $w := ${queryOf(c, m('hypha_serve_service_holder_info'), ID.service, { wrap: (s) => `max by (holder, version) (last_over_time(${s}[${B}]))` })} | sortByLabel "holder" }}{{ if $i }}, {{ end }}{{ $w.Labels.holder }} (BioEngine {{ $w.Labels.version }}){{ else }}(none reported){{ end }}.
+            Each had at most one call fail against the old id: the next call re-resolves and is retried. Nothing needs doing;
+            the exporter ends this witness by itself within ${selfHealingRelease} (canary.self_healing_release), and this alert with
+            it. An older or unknown worker among the holders would page HyphaServiceCachedProxyStale instead.
           `),
         },
       }),

@@ -36,9 +36,15 @@ export function proven(c: MixinConfig, proof: string, name: string, id: readonly
   }];
 }
 
-/** The page condition of a per-cause wait (docs/alerts.md "Per-cause wait"), 0/1 while the fact is known. */
-export function pageExpr(c: MixinConfig, fact: string, proof: string, id: readonly string[], uncertain: string): string {
+/**
+ * The page condition of a per-cause wait (docs/alerts.md "Per-cause wait"), 0/1 while the fact is known.
+ * `exempt`: series of the page's identity under which the fact does not page (0 while present).
+ */
+export function pageExpr(c: MixinConfig, fact: string, proof: string, id: readonly string[], uncertain: string, exempt?: string): string {
   const on = labels(c).of(...id);
+  const unless = exempt === undefined ? '' : `
+        unless on (${on})
+          ${exempt}`;
   return block(`
       (
           ${fact} == 1
@@ -47,7 +53,7 @@ export function pageExpr(c: MixinConfig, fact: string, proof: string, id: readon
               ${heldFor(c, fact, id, uncertain)}
             or on (${on})
               max_over_time(${proof}[${uncertain}]) == 1
-          )
+          )${unless}
       )
     or on (${on})
       ${fact} * 0
@@ -67,6 +73,8 @@ export interface PageSpec {
   pageComment: string;
   id: readonly string[];
   waits: { proven: string; uncertain: string };
+  /** Series of the page's identity under which the fact does not page (the page is 0 while it is present). */
+  exempt?: string;
 }
 
 export function pageRules(c: MixinConfig, s: PageSpec): RecordingRule[] {
@@ -74,6 +82,6 @@ export function pageRules(c: MixinConfig, s: PageSpec): RecordingRule[] {
     { record: s.factBridged, comment: s.factComment, expr: bridge(c, s.fact, s.id) },
     { record: s.proofBridged, comment: s.proofComment, expr: bridge(c, s.proofMetric, s.id) },
     ...proven(c, s.proofBridged, s.proofHeld, s.id, s.waits.proven),
-    { record: s.page, comment: s.pageComment, expr: pageExpr(c, s.factBridged, isZero(s.waits.proven) ? s.proofBridged : s.proofHeld, s.id, s.waits.uncertain) },
+    { record: s.page, comment: s.pageComment, expr: pageExpr(c, s.factBridged, isZero(s.waits.proven) ? s.proofBridged : s.proofHeld, s.id, s.waits.uncertain, s.exempt) },
   ];
 }

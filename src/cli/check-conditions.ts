@@ -1,6 +1,8 @@
 import type { Config } from '../config/load';
-import { isMissing, RegistrationState } from '../snapshot/registration';
-import { CANARY_HOLDER } from '../snapshot/services';
+import { GateKnowledge, isMissing, PageDecision, RegistrationState } from '../snapshot/registration';
+import { FIRST_RELEASE_WITH_FIXES, GATE_FIX } from '../util/bioengine-release';
+import { CANARY_HOLDER, WorkerHolder } from '../snapshot/services';
+import { ARTIFACT_MANAGER_FIX } from '../util/bioengine-release';
 import { isKnown, sourceHealths, Snapshot } from '../snapshot/types';
 import { BIOENGINE_WORKER_TYPE } from '../sources/hypha/workers';
 
@@ -22,6 +24,33 @@ export interface AlertCondition {
   holder?: string;
 }
 
+const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** The exporter's decision on the page, as the registration stage made it (the metric and the status page show the same). */
+function pageText(p: PageDecision | undefined): string {
+  if (p?.firing) return `the page fires${p.dueSeconds !== undefined ? ` since ${iso(p.dueSeconds)}` : ''}`;
+  if (p?.dueSeconds !== undefined) return `the page fires at ${iso(p.dueSeconds)} unless it registers first`;
+  return 'the page is not decided yet';
+}
+
+/** An app's BioEngine gate in words: which release line its proxy runs and how that is known. */
+function gateText(g: GateKnowledge): string {
+  const from = g.source === 'evidence' ? 'seen' : g.version !== undefined ? `worker reports BioEngine ${g.version}` : 'worker version unknown';
+  switch (g.gate) {
+    case 'deregisters_at_zero': return `proxy deregisters at zero (BioEngine up to ${GATE_FIX.lastWithout}, ${from}; upgrade to ${FIRST_RELEASE_WITH_FIXES} or later)`;
+    case 'serviceable_at_zero': return `proxy keeps an app idle at zero registered (BioEngine ${GATE_FIX.firstWith} or later, ${from})`;
+    case 'unknown': return `proxy gate unknown (${from})`;
+  }
+}
+
+/** The worker holders that keep a stale canary a page, in words: those that stay stale or whose recovery is unknown. */
+function notSelfHealing(workers: readonly WorkerHolder[]): string {
+  const named = workers.filter((h) => h.recovery !== 'self_healing')
+    .map((h) => `${h.holder} (${h.version !== undefined ? `BioEngine ${h.version}` : 'version unknown'}, ${h.recovery})`);
+  if (named.length === 0) return '';
+  return `; BioEngine workers that do not re-resolve by themselves (before ${ARTIFACT_MANAGER_FIX.firstWith}) or may not: ${named.join(', ')}`;
+}
+
 /** Where the registration of (cluster, app) is known: both its sources are up and it is not settling. */
 function knownState(s: Snapshot, a: NonNullable<Snapshot['registration']>['apps'][number]): RegistrationState | undefined {
   const rayUp = s.ray.get(a.cluster)?.health.up === true;
@@ -33,8 +62,10 @@ function knownState(s: Snapshot, a: NonNullable<Snapshot['registration']>['apps'
  * The critical pages' conditions, from the snapshot's judged states only (unknown is never a
  * condition): an app RUNNING whose registration is missing (any missing_* cause), a worker that
  * says RUNNING for such an app on its cluster when the app page does not already name it, a cached
- * proxy that is stale, a cached path failing while the fresh one works, and no Serve proxy ready
- * while apps are at zero or have replicas. Mirrors rules/alerts.yml, without the for: durations.
+ * proxy that is stale, a cached path failing while the fresh one works (neither for the canary of a
+ * self-healing witness: a warning, HyphaServiceCachedProxySelfHealing), and no Serve proxy ready
+ * while apps are at zero or have replicas. The app's page reads the registration stage's decision
+ * (whether it fires, or when); the other conditions hold now, without the rules' for: durations.
  */
 export function alertConditions(s: Snapshot): AlertCondition[] {
   const out: AlertCondition[] = [];
@@ -49,36 +80,37 @@ export function alertConditions(s: Snapshot): AlertCondition[] {
     out.push({
       alert: 'HyphaServeAppRunningNotRegistered', severity: 'critical', subject: `${a.cluster}/${a.app}`, rayCluster: a.cluster, app: a.app,
       text: `RUNNING in Ray, expected service ${a.service} not registered on Hypha server ${a.hypha}${since(a.unregisteredSinceSeconds)} `
-        + `(cause ${state}${a.stuck ? '; certain: the upstream proxy never leaves this state by itself' : ''})`,
+        + `(cause ${state}${a.gate ? `; ${gateText(a.gate)}` : ''}${a.stuck ? '; certain: this proxy never leaves this state by itself' : ''}); `
+        + pageText(a.page),
     });
   }
-  for (const w of s.registration?.workers ?? []) {
-    if (!w.up || w.rayCluster === undefined) continue;
-    for (const wa of w.apps) {
-      if (wa.status !== 'RUNNING' || wa.serviceRegistered === false || appPaged.has(`${w.rayCluster}\u0000${wa.app}`)) continue;
-      const a = s.registration?.apps.find((x) => x.cluster === w.rayCluster && x.app === wa.app && x.hypha === w.hypha);
-      const state = a ? knownState(s, a) : undefined;
-      if (!a || state === undefined || !isMissing(state)) continue;
-      out.push({
-        alert: 'HyphaServeWorkerAppRunningNotRegistered', severity: 'critical', subject: `${a.cluster}/${a.app}`, rayCluster: a.cluster, app: a.app,
-        text: `worker ${w.worker} reports it RUNNING while ${a.service} is not registered `
-          + `(cause ${state}; Ray status ${s.ray.get(a.cluster)?.state?.apps.find((x) => x.name === a.app)?.status ?? 'unknown'})`,
-      });
-    }
+  for (const a of s.registration?.apps ?? []) {
+    const state = knownState(s, a);
+    // The app page already names this app; the worker's view adds nothing then.
+    if (state === undefined || a.workerPage?.sinceSeconds === undefined || appPaged.has(`${a.cluster}\u0000${a.app}`)) continue;
+    out.push({
+      alert: 'HyphaServeWorkerAppRunningNotRegistered', severity: 'critical', subject: `${a.cluster}/${a.app}`, rayCluster: a.cluster, app: a.app,
+      text: `worker ${(a.claimingWorkers ?? []).join(', ') || '(none answers now; its last word stands)'} reports it RUNNING while ${a.service} is not registered `
+        + `(cause ${state}; Ray status ${s.ray.get(a.cluster)?.state?.apps.find((x) => x.name === a.app)?.status ?? 'unknown'}); ${pageText(a.workerPage)}`,
+    });
   }
   for (const w of s.services?.values() ?? []) {
     if (!w.health.up) continue;
+    // A self-healing witness (every holder a worker that re-resolves by itself) is a warning, not a page: neither
+    // the stale canary nor its cached probe, which keeps calling the old id until the exporter releases it.
+    const selfHealing = w.witnessSelfHealing === true;
     for (const c of w.cached) {
-      if (c.stale !== true) continue;
+      if (c.stale !== true || (selfHealing && c.holder === CANARY_HOLDER)) continue;
       out.push({
         alert: 'HyphaServiceCachedProxyStale', severity: 'critical', subject: `${w.service} (${c.holder})`, service: w.service, holder: c.holder,
         text: `${c.holder === CANARY_HOLDER ? "the exporter's canary" : `holder ${c.holder}`} caches client id ${c.clientId ?? '?'}, `
-          + `not among the live providers (${(w.providers ?? []).join(', ') || 'none'})${since(c.staleSinceSeconds)}`,
+          + `not among the live providers (${(w.providers ?? []).join(', ') || 'none'})${since(c.staleSinceSeconds)}`
+          + (c.holder === CANARY_HOLDER ? notSelfHealing(w.workerHolders ?? []) : ''),
       });
     }
     const cached = w.lastProbes.cached;
     const fresh = w.lastProbes.fresh;
-    if (cached && fresh && cached.outcome !== 'ok' && fresh.outcome === 'ok') {
+    if (!selfHealing && cached && fresh && cached.outcome !== 'ok' && fresh.outcome === 'ok') {
       out.push({
         alert: 'HyphaServiceCachedProbeFailing', severity: 'critical', subject: w.service, service: w.service,
         text: `probe ${cached.method} through the cached proxy: ${cached.outcome} after ${cached.seconds.toFixed(2)} s; through a fresh proxy: ok`,

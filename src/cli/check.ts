@@ -199,6 +199,15 @@ export function renderText(r: CheckResultV1, seconds: number): string {
     lines.push(`    registered:        ${registered}`);
     lines.push(`    cause:             ${reg.state}: ${reg.cause}`);
     if (reg.missing_since !== undefined) lines.push(`    missing since:     ${iso(reg.missing_since)}`);
+    if (reg.bioengine_gate) {
+      const g = reg.bioengine_gate;
+      const from = g.source === 'evidence' ? 'seen doing so' : g.version !== undefined ? `worker ${g.worker ?? '?'} reports BioEngine ${g.version}` : 'worker version not known';
+      lines.push(`    BioEngine gate:    ${g.gate} (${from})`);
+    }
+    if (reg.page) {
+      const p = reg.page;
+      lines.push(`    page:              ${p.firing ? `FIRING${p.due !== undefined ? ` since ${iso(p.due)}` : ''}` : `fires at ${p.due !== undefined ? iso(p.due) : '?'} unless it registers first`}`);
+    }
     if (a.worker_view) {
       lines.push(`    worker says:       ${a.worker_view.app_status ?? '?'} (${a.worker_view.worker}${a.worker_view.worker_up ? '' : ', not answering'})`);
     }
@@ -216,6 +225,13 @@ export function renderText(r: CheckResultV1, seconds: number): string {
       }
       for (const p of w.probes) {
         lines.push(`    probe ${p.via}:`.padEnd(23) + `${p.outcome ?? '?'}${p.latency_seconds !== undefined ? ` in ${p.latency_seconds.toFixed(2)} s` : ''}`);
+      }
+      for (const h of w.worker_holders ?? []) {
+        lines.push(`    worker holder:`.padEnd(23) + `${h.holder} (${h.version === null ? 'version unknown' : `BioEngine ${h.version}`}): ${h.recovery}`);
+      }
+      if (w.witness_self_healing === true) {
+        lines.push(`    witness:`.padEnd(23) + 'self-healing: every holder re-resolves by itself; a warning (HyphaServiceCachedProxySelfHealing),'
+          + ' released by the exporter by itself');
       }
     }
   }

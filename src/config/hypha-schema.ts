@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { duration, durationMs } from './validators';
+import { MISSING_STATES, MissingState } from '../snapshot/registration';
+import { duration, durationMs, durationOrZero } from './validators';
 
 // Config fragment `hypha_registration:`: which Hypha service every Ray Serve app
 // is expected to have, on which `hypha:` server, and how the registries are
@@ -70,6 +71,32 @@ export const workersSchema = z.strictObject({
   logs_tail: z.number().int().min(0).default(0).describe('logs_tail passed to get_app_status (it ships replica logs; keep it small).'),
 });
 
+/**
+ * The shortest wait of a cause that is not proven final: longer than a fixed BioEngine proxy takes
+ * to register an app (its maintenance task registers within seconds of the gate opening; 4.4-5.0 s
+ * measured after Serve said RUNNING) and than the old gate takes to deregister one (check_health
+ * every 10 s), so no cold deploy or wake on a proxy that registers by itself can page.
+ */
+export const MIN_UNCERTAIN_WAIT = '30s';
+
+const pageWaitsShape = Object.fromEntries(MISSING_STATES.map((s) => [s, durationOrZero.optional()
+  .describe(`Wait before a RUNNING app missing as ${s} pages (default: uncertain).`)])) as Record<MissingState, z.ZodOptional<typeof durationOrZero>>;
+
+export const pageWaitsSchema = z.strictObject({
+  proven: durationOrZero.default('0s').describe('Wait when the exporter proves the cause final (a BioEngine app on the old gate idle at zero).'),
+  uncertain: durationOrZero.default('5m').describe('Wait of every other cause: longer than BioEngine recovers by itself (hypha-rpc reconnect backoff up to 66 s).'),
+  worker: durationOrZero.default('5m').describe('Wait before HyphaServeWorkerAppRunningNotRegistered fires: a worker says RUNNING while the registry has nothing.'),
+  ...pageWaitsShape,
+}).superRefine((w, ctx) => {
+  const floor = durationMs(MIN_UNCERTAIN_WAIT);
+  for (const key of ['uncertain', 'worker', ...MISSING_STATES] as const) {
+    const v = w[key];
+    if (v !== undefined && durationMs(v) < floor) {
+      ctx.addIssue({ code: 'custom', path: [key], message: `must be at least ${MIN_UNCERTAIN_WAIT}: a proxy that registers by itself takes up to that long` });
+    }
+  }
+});
+
 export const hyphaRegistrationSchema = z
   .strictObject({
     interval: duration.optional().describe('Registry poll interval, the safety net under the events (default: global.interval).'),
@@ -82,6 +109,8 @@ export const hyphaRegistrationSchema = z
         + 'its provider re-registers after its own reconnect backoff, which in hypha-rpc grows to 60 s ±10 %.'),
     clusters: z.array(clusterMappingSchema).default([]).describe('Per-cluster mappings; a cluster not listed gets the BioEngine mapping with defaults.'),
     workers: workersSchema.default({ discover: true, services: [], interval: '60s', logs_tail: 0 }),
+    page_waits: pageWaitsSchema.default({ proven: '0s', uncertain: '5m', worker: '5m' })
+      .describe('How long a RUNNING app must be missing, per cause, before HyphaServeAppRunningNotRegistered fires (docs/alerts.md).'),
   })
   .superRefine((r, ctx) => {
     const seen = new Set<string>();
@@ -120,6 +149,15 @@ export interface HyphaRegistrationConfig {
   /** Explicit per-cluster mappings; clusters not listed use DEFAULT_CLUSTER_MAPPING. */
   clusters: ClusterMapping[];
   workers: { discover: boolean; services: string[]; intervalMs: number; timeoutMs: number; logsTail: number };
+  pageWaits: PageWaits;
+}
+
+/** The incident-1 page's wait per cause (milliseconds). */
+export interface PageWaits {
+  provenMs: number;
+  /** HyphaServeWorkerAppRunningNotRegistered. */
+  workerMs: number;
+  byStateMs: Record<MissingState, number>;
 }
 
 export function defaultClusterMapping(cluster: string): ClusterMapping {
@@ -176,6 +214,11 @@ export function resolveHyphaRegistration(raw: RawHyphaRegistration | undefined, 
       intervalMs: durationMs(r.workers.interval),
       timeoutMs: r.workers.timeout !== undefined ? durationMs(r.workers.timeout) : timeoutMs,
       logsTail: r.workers.logs_tail,
+    },
+    pageWaits: {
+      provenMs: durationMs(r.page_waits.proven),
+      workerMs: durationMs(r.page_waits.worker),
+      byStateMs: Object.fromEntries(MISSING_STATES.map((s) => [s, durationMs(r.page_waits[s] ?? r.page_waits.uncertain)])) as Record<MissingState, number>,
     },
   };
 }

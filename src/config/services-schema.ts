@@ -61,6 +61,10 @@ export const canarySchema = z
       .default([])
       .describe('Operator release: a witness holding one of these client ids (bare, "ws/client" or "ws/client:svc") is dropped at the next cycle '
         + 'and the canary resolved anew. Safe to leave in place.'),
+    self_healing_release: duration
+      .optional()
+      .describe('How long a stale canary is kept when every holder is a BioEngine worker that re-resolves by itself '
+        + '(0.16.30 or later, no holders configured): it then ends by itself (reason self_healing). Default 5m.'),
     reresolve_after: z
       .union([duration, z.enum(['never', 'immediately'])])
       .optional()
@@ -187,6 +191,8 @@ export interface CanaryConfig {
   releasedClientIds: string[];
   /** Set when the config used the deprecated key, so the source can say so once. */
   deprecatedReresolveAfter?: string;
+  /** canary.self_healing_release; undefined = the default (SELF_HEALING_WITNESS_SECONDS). */
+  selfHealingReleaseMs?: number;
 }
 
 export interface ProbeCall {
@@ -230,6 +236,11 @@ export interface WatchedServiceConfig {
 
 function serviceIdOf(ref: string): string {
   return splitWorkspace(ref).rest;
+}
+
+/** An artifact manager ("<ws>/artifact-manager"): the service the read-only probe defaults and BioEngine's re-resolving proxy are about. */
+export function isArtifactManager(service: string): boolean {
+  return serviceIdOf(service) === 'artifact-manager';
 }
 
 /**
@@ -288,6 +299,7 @@ function canaryConfig(c: RawWatchedService['canary']): CanaryConfig {
     if (cid !== undefined) out.releasedClientIds.push(cid);
   }
   if (c.witness_max !== undefined && c.witness_max !== 'none') out.witnessMaxMs = durationMs(c.witness_max);
+  if (c.self_healing_release !== undefined) out.selfHealingReleaseMs = durationMs(c.self_healing_release);
   const old = c.reresolve_after;
   if (old !== undefined) {
     out.deprecatedReresolveAfter = old;

@@ -12,6 +12,12 @@ export const duration = z
     return ms !== undefined && ms > 0;
   }, 'must be a duration such as 500ms, 15s, 1m');
 
+/** A duration that may be 0 (a wait that can be none). */
+export const durationOrZero = z
+  .string()
+  .regex(/^(\d+(\.\d+)?(ms|s|m|h|d))+$/, 'must be a duration such as 0s, 30s, 5m')
+  .refine((s) => parseDuration(s) !== undefined, 'must be a duration such as 0s, 30s, 5m');
+
 /** Milliseconds of a duration the schema has already accepted (throws only on a text it would refuse). */
 export function durationMs(d: string): number {
   const v = parseDuration(d);

@@ -10,10 +10,11 @@ import { registrationStageConfig } from '../registration/stage-config';
 import { planRaySources } from '../sources/ray-serve/planner';
 import type { DesiredSource, SourcePlanner } from '../sources/plan';
 import type { RestartHandover, SavedState } from '../snapshot/handover';
-import { planWatchedServices } from '../sources/services/planner';
+import { watchedServicesPlanner } from '../sources/services/planner';
+import type { DiscoveredWorker, WorkerHolders } from '../sources/services/worker-holders';
 import { planHyphaRegistration } from '../sources/hypha/planner';
 import { errorMessage } from '../util/errors';
-import { isKnown, sourceHealths } from '../snapshot/types';
+import { isKnown, Snapshot, sourceHealths } from '../snapshot/types';
 
 export interface ExporterOptions {
   configFile: string;
@@ -27,8 +28,48 @@ export interface ExporterOptions {
   storageReadOnly?: boolean;
 }
 
-/** Every kind of source the configuration can ask for: Ray Serve clusters, Hypha registries, watched services. */
-const PLANNERS: readonly SourcePlanner[] = [planRaySources, planWatchedServices, planHyphaRegistration];
+/** The BioEngine workers the Hypha source of `hypha` discovered (up or not), with their last known version. */
+function discoveredWorkers(s: Snapshot, hypha: string): DiscoveredWorker[] {
+  return (s.hypha?.get(hypha)?.workers ?? []).map((w) => ({ holder: w.clientId, ...(w.version !== undefined ? { version: w.version } : {}) }));
+}
+
+const workersKey = (ws: readonly DiscoveredWorker[]) => JSON.stringify(ws.map((w) => [w.holder, w.version ?? null]));
+
+/**
+ * WorkerHolders over the store: what each Hypha source published, and a change notice per Hypha server when
+ * its workers or their versions change (after the store's listeners, never inside one).
+ */
+class StoreWorkerHolders implements WorkerHolders {
+  readonly #watch = new Map<string, { key: string; listeners: Set<() => void> }>();
+
+  constructor(private readonly store: SnapshotStore) {
+    store.onChange((s) => {
+      for (const [hypha, w] of this.#watch) {
+        const key = workersKey(discoveredWorkers(s, hypha));
+        if (key === w.key) continue;
+        w.key = key;
+        for (const l of w.listeners) queueMicrotask(l);
+      }
+    });
+  }
+
+  of(hypha: string): DiscoveredWorker[] {
+    return discoveredWorkers(this.store.get(), hypha);
+  }
+
+  onChange(hypha: string, listener: () => void): () => void {
+    let w = this.#watch.get(hypha);
+    if (!w) {
+      w = { key: workersKey(this.of(hypha)), listeners: new Set() };
+      this.#watch.set(hypha, w);
+    }
+    w.listeners.add(listener);
+    return () => {
+      w.listeners.delete(listener);
+      if (w.listeners.size === 0) this.#watch.delete(hypha);
+    };
+  }
+}
 
 export interface ReloadResult {
   ok: boolean;
@@ -51,11 +92,14 @@ export class Exporter {
   readonly #sources = new Map<string, { desired: DesiredSource; source: Source }>();
   #firstCycle: Promise<unknown> = Promise.resolve();
   #stateWriter: PersistedStateWriter | undefined;
+  /** Every kind of source the configuration can ask for: Ray Serve clusters, watched services (with the workers as their holders), Hypha registries. */
+  readonly #planners: readonly SourcePlanner[];
   #ready = false;
   #readyLatched = false;
 
   constructor(private readonly opts: ExporterOptions) {
     this.metrics = new MetricsRenderer(this.store, opts.filter);
+    this.#planners = [planRaySources, watchedServicesPlanner(new StoreWorkerHolders(this.store)), planHyphaRegistration];
     this.registration = new RegistrationStage(this.store, { request: (cluster) => this.#sampleRayFresh(cluster) }, opts.log.child({ stage: 'registration' }));
   }
 
@@ -148,7 +192,7 @@ export class Exporter {
   }
 
   #apply(cfg: Config, restart?: RestartHandover): void {
-    const desired: DesiredSource[] = PLANNERS.flatMap((p) => p(cfg, this.store, this.opts.log, restart));
+    const desired: DesiredSource[] = this.#planners.flatMap((p) => p(cfg, this.store, this.opts.log, restart));
     // Registration is judged only where a Hypha source reads a registry.
     this.registration.configure(desired.some((d) => d.kind === 'hypha') ? registrationStageConfig(cfg) : undefined);
     const keep = new Set(desired.map((d) => d.key));

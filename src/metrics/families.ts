@@ -1,4 +1,4 @@
-import { isMissing, REGISTRATION_STATES } from '../snapshot/registration';
+import { BIOENGINE_GATES, CAUSE_TEXT, isMissing, MissingState, REGISTRATION_STATES } from '../snapshot/registration';
 import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, WorkerSample } from '../snapshot/registration';
 import { CALL_DURATION_BUCKETS, WatchedServiceSample, WITNESS_RELEASE_REASONS } from '../snapshot/services';
@@ -406,9 +406,10 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_witness_releases_total', type: 'counter', labels: [...SVC, 'reason'], stability: 'experimental', scope: 'service',
     help: 'Times a stale canary (the witness) ended, by reason: returned (its id is live again), holders_agree, max_age (witness_max passed), '
-      + 'operator (released_client_ids).',
+      + 'operator (released_client_ids), self_healing (every holder a worker that re-resolves by itself, for canary.self_healing_release).',
     doc: 'witnesses (stale canaries) ended, by `reason`: returned (its id is live again), holders_agree, max_age (`witness_max` passed), '
-      + 'operator (`released_client_ids`); all four always present',
+      + 'operator (`released_client_ids`), self_healing (every holder a BioEngine worker that re-resolves by itself, for '
+      + '`canary.self_healing_release`); all five always present',
     sample: (w, emit) => {
       for (const reason of WITNESS_RELEASE_REASONS) emit([w.service, reason], w.witnessReleasesTotal?.[reason] ?? 0);
     },
@@ -439,6 +440,32 @@ export const FAMILIES = [
     doc: 'providers the last fresh probe tried: 1 = the first resolution answered; more = a listed provider did not answer and others were tried',
     sample: (w, emit) => {
       if (w.lastProbes.fresh?.attempts !== undefined) emit([w.service], w.lastProbes.fresh.attempts);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_holder_info', type: 'gauge', labels: [...SVC, 'hypha', 'holder', 'version', 'recovery'], stability: 'experimental',
+    scope: 'service',
+    help: 'A BioEngine worker that holds the watched service by default (no holders configured): holder = its client id, version = its last '
+      + 'known bioengine_version, recovery = self_healing (0.16.30 or later, artifact manager), stays_stale (up to 0.16.2) or unknown; always 1.',
+    doc: 'one series per BioEngine worker the Hypha source of the service\'s server discovered (up or not), the long-lived clients the canary '
+      + 'stands in for when no `holders:` are configured (a configured list wins, and then there is none): `holder` = the worker\'s client id, '
+      + '`version` = its last known `bioengine_version` (empty if never reported), `recovery` = `self_healing` (0.16.30 or later and the '
+      + 'service is an artifact manager: its cached proxy re-resolves after one failed call), `stays_stale` (up to 0.16.2: bound to the old id '
+      + 'until it restarts) or `unknown`; always 1',
+    sample: (w, emit) => {
+      for (const h of w.workerHolders ?? []) emit([w.service, w.health.hypha ?? '', h.holder, h.version ?? '', h.recovery], 1);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_witness_self_healing', type: 'gauge', labels: [...SVC, 'hypha'], stability: 'experimental', scope: 'service',
+    help: '1 when the canary is the witness (stale) and every holder the exporter knows re-resolves by itself (at least one BioEngine worker, '
+      + 'all self_healing, no configured holder): a warning, not a page; it ends by itself after canary.self_healing_release. 0 otherwise.',
+    doc: '1 if the canary is the witness (stale) and every holder the exporter knows is `self_healing` (at least one worker holder, no '
+      + 'configured holder): `HyphaServiceCachedProxyStale` does not page for the canary, `HyphaServiceCachedProxySelfHealing` warns, and '
+      + 'the witness ends by itself once it has been so for `canary.self_healing_release` (5m; reason `self_healing`). 0 otherwise; only '
+      + 'while the source is up and the canary is enabled',
+    sample: (w, emit) => {
+      if (w.health.up && w.witnessSelfHealing !== undefined) emit([w.service, w.health.hypha ?? ''], w.witnessSelfHealing ? 1 : 0);
     },
   }),
 
@@ -646,15 +673,80 @@ export const FAMILIES = [
   }),
   fam({
     name: 'hypha_serve_app_registration_stuck', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
-    help: '1 when the app is missing in a state its BioEngine proxy never leaves by itself (a gated deployment idle at zero by design; '
-      + 'only a call through the missing service would wake it), 0 otherwise. Present only while the Ray and Hypha sources are up.',
+    help: '1 when the app is missing in a state its BioEngine proxy never leaves by itself (the proxy runs the gate that deregisters at '
+      + 'zero, a gated deployment is idle at zero by design, and only a call through the missing service would wake it), 0 otherwise. '
+      + 'Present only while the Ray and Hypha sources are up.',
     doc: '1 if the app is missing in a state the upstream never leaves by itself: `missing_scaled_to_zero` or `missing_never_registered` '
-      + 'of a BioEngine app (it has a `ProxyDeployment`) one of whose gated deployments is idle at zero by design (target 0); its proxy '
-      + 'registers only once every gated deployment has a RUNNING replica (bioengine `proxy_deployment.py`), and only a call through the '
-      + 'missing service would start one. 0 otherwise (registered, another cause, a replica being started). With it the incident-1 page '
-      + 'needs no 5-minute wait (`cause_waits` in rules/config/mixin.yml, docs/alerts.md, Per-cause wait)',
+      + 'of a BioEngine app whose proxy runs the gate that deregisters at zero (`hypha_serve_app_bioengine_gate`, BioEngine up to 0.16.2) '
+      + 'and one of whose gated deployments is idle at zero by design (target 0): that proxy registers only once every gated deployment '
+      + 'has a RUNNING replica, and only a call through the missing service would start one. 0 otherwise (registered, another cause, a '
+      + 'replica being started, a proxy that registers at zero, an unknown gate). A proof pages without the cause\'s wait '
+      + '(`hypha_registration.page_waits.proven`)',
     sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.stuck === true ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_bioengine_gate', type: 'gauge', labels: [...REG, 'gate'], stability: 'stable', scope: 'registration',
+    help: 'The registration gate the BioEngine app\'s ProxyDeployment runs (state set): deregisters_at_zero (releases up to 0.16.2), '
+      + 'serviceable_at_zero (the fix, from 0.16.16), unknown.',
+    doc: 'state set: `deregisters_at_zero` (BioEngine up to 0.16.2: never registers an app deployed at zero, deregisters one whose sibling '
+      + 'idles at zero), `serviceable_at_zero` (from 0.16.16: an app idle at zero stays registered), `unknown`. Told from what the app was '
+      + 'seen doing (registered 30 s into a sibling\'s zero spell: fixed; lost as a sibling reached zero: old), else from the version of the '
+      + 'worker that deployed it (`deployed_by_worker_client_id`, `hypha_serve_worker_info`); absent for apps mapped by template',
+    sample: (x, emit) => {
+      if (x.known && x.a.gate) stateSet(emit, regLabels(x), BIOENGINE_GATES, x.a.gate.gate);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_running_not_registered_page', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
+    help: 'The exporter\'s decision on HyphaServeAppRunningNotRegistered: 1 when the app has been RUNNING and missing for its cause\'s wait '
+      + '(or its cause is proven final), held until it is registered or no longer RUNNING; 0 otherwise.',
+    doc: 'the page decision of `HyphaServeAppRunningNotRegistered`: 1 once the app has been RUNNING in Ray and missing from the registry for '
+      + 'its cause\'s wait (`hypha_registration.page_waits`, 5 min by default) or at once when the cause is proven final '
+      + '(`hypha_serve_app_registration_stuck`); it then holds while the app stays RUNNING and missing, whatever the cause becomes. 0 '
+      + 'otherwise. Kept across a restart with `--storage.path`; absent while the Ray or Hypha source is down or after a reconnect while '
+      + 'providers re-register',
+    sample: (x, emit) => {
+      if (x.known) emit(regLabels(x), x.a.page?.firing === true ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_not_registered_cause_info', type: 'gauge', labels: [...REG, 'cause', 'reason', 'gate', 'proven', 'service'],
+    stability: 'stable', scope: 'registration',
+    help: 'Why the app\'s service is missing, for the page text: cause (a missing_* state), reason (the cause in a sentence), gate, '
+      + 'proven, the expected service; always 1, present only while missing.',
+    doc: '1 while the app is missing: `cause` (its `missing_*` state), `reason` (the cause in a sentence, the runbook branch), `gate` (the '
+      + 'BioEngine gate, empty for template apps), `proven` (`true` while the cause is proven final), `service` (the expected service). '
+      + 'What HyphaServeAppRunningNotRegistered prints; its labels change with the cause, so the page\'s identity does not carry them',
+    sample: (x, emit) => {
+      if (!x.known || !isMissing(x.a.state)) return;
+      const cause = x.a.state as MissingState;
+      emit([...regLabels(x), cause, CAUSE_TEXT[cause], x.a.gate?.gate ?? '', x.a.stuck === true ? 'true' : 'false', x.a.service], 1);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_worker_app_running_not_registered_page', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
+    help: 'The exporter\'s decision on HyphaServeWorkerAppRunningNotRegistered: 1 when a BioEngine worker tied to the app\'s cluster has '
+      + 'said it is RUNNING for the worker wait while the registry has no service for it; 0 otherwise.',
+    doc: 'the page decision of `HyphaServeWorkerAppRunningNotRegistered`: 1 once a BioEngine worker tied to the app\'s Ray cluster has '
+      + 'reported the app RUNNING (and registered, where it says) for `hypha_registration.page_waits.worker` (5 min) while the registry has '
+      + 'no service for it; held while that lasts. A worker that stops answering (a restart) keeps its last word for 5 min; one that '
+      + 'answers otherwise ends it. 0 otherwise; absent while the Ray or Hypha source is down',
+    sample: (x, emit) => {
+      if (x.known) emit(regLabels(x), x.a.workerPage?.firing === true ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_app_will_deregister_at_zero', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
+    help: '1 when the app is registered, its BioEngine proxy runs the gate that deregisters at zero, and a gated deployment autoscales '
+      + 'with min_replicas 0 (HyphaServeAppWillDeregisterAtZero); 0 otherwise.',
+    doc: 'the decision of `HyphaServeAppWillDeregisterAtZero`: 1 if the app is registered, its proxy runs the gate that deregisters at zero '
+      + '(`hypha_serve_app_bioengine_gate`), and a deployment it gates on autoscales with `min_replicas: 0`: when that deployment idles to '
+      + 'zero, the proxy deregisters the service. 0 otherwise (a proxy that keeps an app idle at zero registered, an unknown gate, '
+      + '`min_replicas >= 1`, not registered, a template app)',
+    sample: (x, emit) => {
+      if (x.known) emit(regLabels(x), x.a.deregistersAtZero === true ? 1 : 0);
     },
   }),
   fam({
@@ -678,6 +770,15 @@ export const FAMILIES = [
     sample: (x, emit) => emit([x.hypha, x.w.worker], x.w.up ? 1 : 0),
   }),
   fam({
+    name: 'hypha_serve_worker_info', type: 'gauge', labels: ['hypha', 'worker', 'version'], stability: 'stable', scope: 'worker',
+    help: 'The BioEngine version the worker reports (get_status().bioengine_version); always 1, present while it answers and says.',
+    doc: '1; `version`: the BioEngine release the worker reports (`get_status().bioengine_version`); the gate of each app it deployed '
+      + 'follows it (`hypha_serve_app_bioengine_gate`). Absent while the worker does not answer or does not say',
+    sample: (x, emit) => {
+      if (x.w.up && x.w.version !== undefined) emit([x.hypha, x.w.worker, x.w.version], 1);
+    },
+  }),
+  fam({
     name: 'hypha_serve_worker_app_status', type: 'gauge', labels: [...WORKER_APP, 'status'], stability: 'experimental', scope: 'worker',
     help: 'App status as the BioEngine worker reports it (state set); ray_cluster is empty when the config does not tie the worker to one cluster.',
     doc: 'app status as the worker reports it (state set); `ray_cluster` empty unless the config ties the worker to one cluster',
@@ -689,8 +790,8 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_worker_app_service_registered', type: 'gauge', labels: WORKER_APP, stability: 'experimental', scope: 'worker',
     help: 'The BioEngine worker\'s own belief whether the app\'s service is registered; absent when the worker does not say '
-      + '(no released BioEngine does).',
-    doc: 'the worker\'s own belief (absent when it does not say: no released BioEngine reports it)',
+      + '(BioEngine 0.16.1 and older do not).',
+    doc: 'the worker\'s own belief (absent when it does not say: BioEngine 0.16.1 and older do not report it, newer workers do)',
     sample: (x, emit) => {
       if (!x.w.up) return;
       for (const app of x.w.apps) {

@@ -1,7 +1,8 @@
 import type { ClusterRegistration } from '../config/cluster-mappings';
+import type { PageWaits } from '../config/hypha-schema';
 import type { Logger } from '../util/log';
 import type { HyphaServerSample, ServiceInfo } from '../snapshot/hypha';
-import type { AppRegistration, AttributedWorker, RegistrationHistory, WorkerSample } from '../snapshot/registration';
+import type { AppRegistration, AttributedWorker, RegistrationHistory, WorkerReport, WorkerSample } from '../snapshot/registration';
 import type { SavedState } from '../snapshot/handover';
 import type { SnapshotStore } from '../snapshot/store';
 import type { Snapshot } from '../snapshot/types';
@@ -25,6 +26,7 @@ export type StageCluster = ClusterRegistration;
 export interface StageConfig {
   clusters: readonly StageCluster[];
   reconnectSettleMs: number;
+  pageWaits: PageWaits;
 }
 
 /**
@@ -131,16 +133,17 @@ export class RegistrationStage {
     this.#read = { ray: s.ray, hypha: s.hypha };
     const nowSeconds = Date.now() / 1000;
     const apps: AppRegistration[] = [];
+    const workers = this.#attributeWorkers(config, s);
     for (const c of config.clusters) {
-      apps.push(...this.#evaluateCluster(c, s, config.reconnectSettleMs, nowSeconds));
+      apps.push(...this.#evaluateCluster(c, s, config, workers, nowSeconds));
     }
     this.#logTransitions(apps, s);
     this.#apps = apps;
-    this.store.setRegistration({ apps, workers: this.#attributeWorkers(config, s) });
+    this.store.setRegistration({ apps, workers });
   }
 
   /** The cluster's apps now, or its last evaluation while Ray or its Hypha server cannot be read. */
-  #evaluateCluster(c: StageCluster, s: Snapshot, settleMs: number, nowSeconds: number): AppRegistration[] {
+  #evaluateCluster(c: StageCluster, s: Snapshot, config: StageConfig, workers: readonly AttributedWorker[], nowSeconds: number): AppRegistration[] {
     const previous = () => this.#apps.filter((a) => a.cluster === c.cluster);
     const hypha = s.hypha?.get(c.hypha);
     const sample = s.ray.get(c.cluster);
@@ -156,7 +159,10 @@ export class RegistrationStage {
       startedSeconds: this.#startedSeconds,
       connectedSeconds: hypha.listedSeconds,
       afterReconnect: hypha.connectionsListed > 1,
-      settleMs,
+      settleMs: config.reconnectSettleMs,
+      pageWaits: config.pageWaits,
+      workerVersion: (clientId: string) => hypha.workers.find((w) => w.clientId === clientId && w.version !== undefined)?.version,
+      workerReport: workerReports(workers.filter((w) => w.up && w.hypha === c.hypha && w.rayCluster === c.cluster)),
     };
     const expected = new Map<string, ExpectedService>();
     // Not a BioEngine app: the template mapping decides from the app's name alone, so the last
@@ -242,6 +248,23 @@ export class RegistrationStage {
       else this.log.warn(fields, 'hypha registration missing');
     }
   }
+}
+
+/**
+ * What the workers tied to one cluster say per app: RUNNING without denying the registration (a
+ * worker that says service_registered false agrees with the registry), and whether any reports it.
+ */
+function workerReports(tied: readonly AttributedWorker[]): (app: string) => WorkerReport | undefined {
+  const byApp = new Map<string, WorkerReport>();
+  for (const w of tied) {
+    for (const a of w.apps) {
+      let r = byApp.get(a.app);
+      if (!r) byApp.set(a.app, (r = { claiming: [], answered: true }));
+      if (a.status === 'RUNNING' && a.serviceRegistered !== false) r.claiming.push(w.worker);
+    }
+  }
+  for (const r of byApp.values()) r.claiming.sort();
+  return (app) => byApp.get(app);
 }
 
 /** The worker's workspace was listed on the current connection and its service is not in it. */

@@ -2,8 +2,10 @@ import type { ServeApp, ServeDeployment } from '../snapshot/types';
 import { appStatusClass, BIOENGINE_PROXY_DEPLOYMENT, crashedDeployments, FAILED_STATUSES, gatedDeployments, idleDeployments } from '../serve/judgement';
 import type { ServiceInfo } from '../snapshot/hypha';
 import type { ExpectedService } from './expected';
-import { AppRegistration, isMissing, RegistrationHistory, RegistrationState } from '../snapshot/registration';
+import { AppRegistration, GateKnowledge, isMissing, MissingState, PageDecision, RegistrationHistory, RegistrationState, WorkerReport } from '../snapshot/registration';
 import { registrationKey } from '../snapshot/handover';
+import type { PageWaits } from '../config/hypha-schema';
+import { GATE_EVIDENCE_SECONDS, gateKnowledge, idleServiceable } from './gate';
 
 /** One app's evaluation; the stage adds the Hypha server it was judged on. */
 export type TrackedRegistration = Omit<AppRegistration, 'hypha'>;
@@ -120,19 +122,103 @@ export function judgeMissing(app: ServeApp, h: CauseHistory): MissingVerdict {
 }
 
 /**
- * The missing states BioEngine's ProxyDeployment never leaves by itself (aicell-lab/bioengine
- * bioengine/apps/proxy_deployment.py, check_health, since 718f030 and in 0.16.1): it registers only
- * once every sibling deployment has a RUNNING replica and deregisters when one that had replicas
- * drops to zero. A deployment idle at zero by design (target 0) gets a replica only from a call, and
- * the call would come through the service that is missing (BioEngine apps have no HTTP entry).
- * Deregistered at zero (1a) and deployed cold and never registered (1b) are therefore final until
- * someone acts, unless a replica is already being started (target above 0: the look-alike of a
- * deploy whose replicas start within the registration cycle, or an app being woken).
+ * The missing states an old-gate BioEngine proxy never leaves by itself (aicell-lab/bioengine
+ * bioengine/apps/proxy_deployment.py, check_health, from 718f030 up to the gate fix, GATE_FIX_RELEASE
+ * in gate.ts): it registers only once every sibling deployment has a RUNNING replica and deregisters
+ * when one that had replicas drops to zero. A deployment idle at zero by design (target 0) gets a
+ * replica only from a call, and the call would come through the service that is missing (BioEngine
+ * apps have no HTTP entry). Deregistered at zero (1a) and deployed cold and never registered (1b) are
+ * therefore final until someone acts, unless a replica is already being started (target above 0: the
+ * look-alike of a deploy whose replicas start within the registration cycle, or an app being woken).
+ * Only for an app known to run that gate: the fixed gate registers such an app by itself, and an
+ * unknown one may be either.
  */
-export function stuckAtZero(app: ServeApp, state: RegistrationState): boolean {
+export function stuckAtZero(app: ServeApp, state: RegistrationState, gate: GateKnowledge | undefined): boolean {
+  if (gate?.gate !== 'deregisters_at_zero') return false;
   if (state !== 'missing_scaled_to_zero' && state !== 'missing_never_registered') return false;
   if (!app.deployments.some((d) => d.name === BIOENGINE_PROXY_DEPLOYMENT)) return false;
   return gatedDeployments(app).some((d) => d.scaledToZero);
+}
+
+/** Today's waits (the defaults of hypha_registration.page_waits). */
+export const DEFAULT_PAGE_WAITS: PageWaits = {
+  provenMs: 0,
+  workerMs: 300_000,
+  byStateMs: {
+    missing_scaled_to_zero: 300_000, missing_never_registered: 300_000, missing_crashed: 300_000,
+    missing_after_reconnect: 300_000, missing_history_unknown: 300_000, missing_other: 300_000,
+  },
+};
+
+/**
+ * The page of one app, decided on its history: it fires once the app has been RUNNING and missing
+ * for its cause's wait (the proven wait once the cause was proven final in this spell) and then
+ * holds until the spell ends (registered, or no longer RUNNING), whatever the cause becomes, so a
+ * cause that moves while the condition holds neither restarts nor ends it.
+ */
+export function decidePage(h: RegistrationHistory, runningMissing: boolean, state: RegistrationState, proven: boolean, spellStart: number, nowSeconds: number, waits: PageWaits): PageDecision {
+  if (!runningMissing || !isMissing(state)) {
+    h.pageSpellSeconds = undefined;
+    h.provenInSpell = undefined;
+    h.pagedSeconds = undefined;
+    return { firing: false };
+  }
+  h.pageSpellSeconds ??= spellStart;
+  if (proven) h.provenInSpell = true;
+  const waitMs = h.provenInSpell ? waits.provenMs : waits.byStateMs[state as MissingState];
+  const due = h.pageSpellSeconds + waitMs / 1000;
+  if (h.pagedSeconds === undefined && nowSeconds >= due) h.pagedSeconds = nowSeconds;
+  return { firing: h.pagedSeconds !== undefined, sinceSeconds: h.pageSpellSeconds, dueSeconds: h.pagedSeconds ?? due };
+}
+
+/**
+ * How long a worker's last claim stands while no worker tied to the cluster answers about the app
+ * (a restarting worker comes back under a new client id and is asked at its next cross-check): a
+ * restart is a gap, not an end. As long as the rules' gap bridge.
+ */
+export const WORKER_CLAIM_BRIDGE_SECONDS = 300;
+
+/**
+ * The worker page: the registry has no service for the app (known) while a worker tied to its
+ * cluster says it is RUNNING; it fires once that has held for the worker wait and holds while it does.
+ */
+function decideWorkerPage(h: RegistrationHistory, missing: boolean, report: WorkerReport | undefined, nowSeconds: number, waitMs: number): PageDecision {
+  if (report && report.claiming.length > 0) h.workerClaimSeconds = nowSeconds;
+  else if (report?.answered) h.workerClaimSeconds = undefined;
+  const claimed = h.workerClaimSeconds !== undefined && nowSeconds - h.workerClaimSeconds <= WORKER_CLAIM_BRIDGE_SECONDS;
+  if (!missing || !claimed) {
+    if (!claimed) h.workerClaimSeconds = undefined;
+    h.workerSpellSeconds = undefined;
+    h.workerPagedSeconds = undefined;
+    return { firing: false };
+  }
+  h.workerSpellSeconds ??= nowSeconds;
+  const due = h.workerSpellSeconds + waitMs / 1000;
+  if (h.workerPagedSeconds === undefined && nowSeconds >= due) h.workerPagedSeconds = nowSeconds;
+  return { firing: h.workerPagedSeconds !== undefined, sinceSeconds: h.workerSpellSeconds, dueSeconds: h.workerPagedSeconds ?? due };
+}
+
+/**
+ * What the app's behaviour tells of its gate. Registered while a gated deployment has idled at zero
+ * longer than the old gate takes to deregister: the fixed gate. Lost as a gated deployment reached
+ * zero (missing_scaled_to_zero, within that time of the zero): the old gate. A redeploy starts a new
+ * history, so evidence never outlives the proxy code it was seen on.
+ */
+function observeGate(h: RegistrationHistory, app: ServeApp, registered: boolean, lostAt: number | undefined, state: RegistrationState, nowSeconds: number): void {
+  if (idleServiceable(app)) h.zeroSinceSeconds ??= nowSeconds;
+  else h.zeroSinceSeconds = undefined;
+  const zero = h.zeroSinceSeconds;
+  if (zero === undefined) return;
+  if (registered && nowSeconds - zero >= GATE_EVIDENCE_SECONDS) {
+    if (h.gateEvidence?.gate !== 'serviceable_at_zero') h.gateEvidence = { gate: 'serviceable_at_zero', seenSeconds: nowSeconds };
+  } else if (lostAt !== undefined && state === 'missing_scaled_to_zero' && Math.abs(lostAt - zero) <= GATE_EVIDENCE_SECONDS) {
+    if (h.gateEvidence?.gate !== 'deregisters_at_zero') h.gateEvidence = { gate: 'deregisters_at_zero', seenSeconds: nowSeconds };
+  }
+}
+
+/** A registered BioEngine app on the old gate with a gated deployment allowed to idle at zero: it will be deregistered when that happens. */
+function deregistersAtZero(app: ServeApp, registered: boolean, gate: GateKnowledge | undefined): boolean {
+  return registered && gate?.gate === 'deregisters_at_zero' && gatedDeployments(app).some((d) => d.autoscaling && d.minReplicas === 0);
 }
 
 type History = RegistrationHistory;
@@ -151,6 +237,12 @@ export interface TrackerInput {
    * waited for Serve's view to catch up: a missing spell starts then.
    */
   changeSeenSeconds?: number;
+  /** The page's wait per cause; default DEFAULT_PAGE_WAITS. */
+  pageWaits?: PageWaits;
+  /** A BioEngine worker's reported version by its client id (undefined: not reported or not seen). */
+  workerVersion?: (clientId: string) => string | undefined;
+  /** What the workers tied to this cluster say about an app (undefined: none is tied to it). */
+  workerReport?: (app: string) => WorkerReport | undefined;
 }
 
 /** Within reconnect_settle after a reconnect: a provider that was registered before may still be re-registering. */
@@ -194,10 +286,17 @@ export class RegistrationTracker {
           registered: h?.registered,
           lastEvaluatedSeconds: h?.lastEvaluatedSeconds,
           workerClientId: h?.workerClientId,
+          workerVersion: h?.workerVersion,
         };
         this.#history.set(key, h);
       }
-      if (exp.workerClientId !== undefined) h.workerClientId = exp.workerClientId;
+      if (exp.workerClientId !== undefined && exp.workerClientId !== h.workerClientId) {
+        h.workerClientId = exp.workerClientId;
+        h.workerVersion = undefined;
+      }
+      if (exp.mapping === 'bioengine' && h.workerClientId !== undefined) h.workerVersion = input.workerVersion?.(h.workerClientId) ?? h.workerVersion;
+      const wasRegistered = h.registered === true;
+      const previousState = h.lastState;
       const m = matchProviders(exp, providers);
       let settled = true;
       let state: RegistrationState;
@@ -233,7 +332,23 @@ export class RegistrationTracker {
         }
         h.registered = false;
       }
+      let gate: GateKnowledge | undefined;
+      if (exp.mapping === 'bioengine') {
+        const lostAt = settled && wasRegistered && !m.registered ? h.missingSinceSeconds : undefined;
+        if (settled) observeGate(h, app, m.registered, lostAt, state, input.nowSeconds);
+        const evidence = h.gateEvidence && { gate: h.gateEvidence.gate, source: 'evidence' as const, seenSeconds: h.gateEvidence.seenSeconds };
+        gate = gateKnowledge(evidence && { ...evidence, version: h.workerVersion, worker: h.workerClientId }, h.workerVersion, h.workerClientId);
+      }
+      const stuck = stuckAtZero(app, state, gate);
+      let page: PageDecision = { firing: false };
+      let workerPage: PageDecision = { firing: false };
+      const report = input.workerReport?.(app.name);
       if (settled) {
+        // The spell began now (the loss's seen time, when a hold waited for Serve), or the app became RUNNING while missing.
+        const spellStart = previousState !== undefined && isMissing(previousState) ? input.nowSeconds : (h.missingSinceSeconds ?? input.nowSeconds);
+        const waits = input.pageWaits ?? DEFAULT_PAGE_WAITS;
+        page = decidePage(h, app.status === 'RUNNING', state, stuck, spellStart, input.nowSeconds, waits);
+        workerPage = decideWorkerPage(h, isMissing(state), report, input.nowSeconds, waits.workerMs);
         h.lastEvaluatedSeconds = input.nowSeconds;
         h.lastState = state;
       }
@@ -249,8 +364,13 @@ export class RegistrationTracker {
         clientIdChangesTotal: h.clientIdChanges,
         providerClientId: m.providerClientId,
         settled,
-        stuck: stuckAtZero(app, state),
+        stuck,
         causeDeployments,
+        gate,
+        page,
+        deregistersAtZero: deregistersAtZero(app, m.registered, gate),
+        workerPage,
+        claimingWorkers: report?.claiming ?? [],
       });
     }
     for (const key of [...this.#history.keys()]) {

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../util/log';
 import { REGISTRATION_STATES } from './registration';
+
+const knownGate = z.enum(['deregisters_at_zero', 'serviceable_at_zero']);
 import { registrationKey, RestartHandover, SavedState } from './handover';
 
 // The little state that must survive an exporter restart, or a restart would end a page the
@@ -37,6 +39,16 @@ const historySchema = z.object({
   lastState: z.enum(REGISTRATION_STATES).optional(),
   wokeSeconds: z.number().optional(),
   workerClientId: z.string().optional(),
+  // Optional: files written before they existed still load (the gate is unknown until seen again).
+  workerVersion: z.string().optional(),
+  gateEvidence: z.object({ gate: knownGate, seenSeconds: z.number() }).optional(),
+  zeroSinceSeconds: z.number().optional(),
+  pageSpellSeconds: z.number().optional(),
+  provenInSpell: z.boolean().optional(),
+  pagedSeconds: z.number().optional(),
+  workerClaimSeconds: z.number().optional(),
+  workerSpellSeconds: z.number().optional(),
+  workerPagedSeconds: z.number().optional(),
 });
 
 const serverIdSchema = z.object({

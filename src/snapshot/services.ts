@@ -16,8 +16,26 @@ export const CALL_VIAS: readonly ProbeVia[] = ['cached', 'fresh'];
 export type CallVia = ProbeVia | 'holder';
 
 /** Why a witness (stale canary) ended. Closed set: it is a label value. */
-export type WitnessReleaseReason = 'returned' | 'holders_agree' | 'max_age' | 'operator';
-export const WITNESS_RELEASE_REASONS: readonly WitnessReleaseReason[] = ['returned', 'holders_agree', 'max_age', 'operator'];
+export type WitnessReleaseReason = 'returned' | 'holders_agree' | 'max_age' | 'operator' | 'self_healing';
+export const WITNESS_RELEASE_REASONS: readonly WitnessReleaseReason[] = ['returned', 'holders_agree', 'max_age', 'operator', 'self_healing'];
+
+/**
+ * How a holder recovers from a re-registered service by itself (a label value): `self_healing` = a BioEngine
+ * worker from 0.16.30 whose cached artifact-manager proxy re-resolves after one failed call; `stays_stale` = a
+ * worker up to 0.16.2, whose plain cached proxy stays bound to the old id until it restarts; `unknown` = any
+ * other version (not reported, not pinned, unparseable) or a service the worker's wrapper does not cover.
+ */
+export type HolderRecovery = 'self_healing' | 'stays_stale' | 'unknown';
+export const HOLDER_RECOVERIES: readonly HolderRecovery[] = ['self_healing', 'stays_stale', 'unknown'];
+
+/** A BioEngine worker that holds the watched service's proxy by default (no configured holders): one the Hypha source discovered. */
+export interface WorkerHolder {
+  /** The worker's client id (the `holder` label). */
+  holder: string;
+  /** Its last known bioengine_version; undefined when it never reported one. */
+  version?: string;
+  recovery: HolderRecovery;
+}
 
 /** Holder label of the exporter's own long-lived proxy. */
 export const CANARY_HOLDER = 'exporter';
@@ -133,6 +151,19 @@ export interface WatchedServiceSample {
   witnessReleasesTotal?: Partial<Record<WitnessReleaseReason, number>>;
   /** Last probe per holder that has one (exported only while up). */
   holderProbes?: HolderProbeResult[];
+  /**
+   * The BioEngine workers the Hypha source of the service's server discovered, when no holder is configured
+   * (a configured list wins): the long-lived clients the canary stands in for, by holder (client id).
+   */
+  workerHolders?: WorkerHolder[];
+  /**
+   * The canary is the witness (stale) and every holder the exporter knows is self-healing (at least one worker
+   * holder, no configured holder): the witness is a warning, not a page, and ends by itself after
+   * selfHealingReleaseSeconds. undefined while there is no canary (disabled).
+   */
+  witnessSelfHealing?: boolean;
+  /** How long a self-healing witness is kept (canary.self_healing_release, default 5 minutes). */
+  selfHealingReleaseSeconds?: number;
 }
 
 export function emptyHistogram(): DurationHistogram {

@@ -133,6 +133,29 @@ export interface RegistrationV1 {
   /** Client id the service is registered under, when registered. */
   client_id?: string;
   client_id_mismatch?: boolean;
+  /** A BioEngine app's registration gate and what it was told from (optional, added to version 1). */
+  bioengine_gate?: BioEngineGateV1;
+  /** The exporter's decision on HyphaServeAppRunningNotRegistered while the app is RUNNING and missing (optional, added to version 1). */
+  page?: PageV1;
+}
+
+export interface BioEngineGateV1 {
+  /** deregisters_at_zero (BioEngine up to 0.16.2), serviceable_at_zero (from 0.16.16) or unknown. */
+  gate: string;
+  /** evidence (what the app was seen doing), version (of the worker that deployed it) or none. */
+  source: string;
+  /** The deploying worker's reported BioEngine version. */
+  version?: string;
+  /** The deploying worker's client id. */
+  worker?: string;
+}
+
+export interface PageV1 {
+  firing: boolean;
+  /** Start of the spell in which the app is RUNNING and missing (Unix seconds). */
+  since?: number;
+  /** When the page fired, or fires unless the app registers first (Unix seconds). */
+  due?: number;
 }
 
 export interface WorkerViewV1 {
@@ -192,6 +215,16 @@ export interface ProbeV1 {
   error?: string;
 }
 
+/** A BioEngine worker that holds a watched service by default (no holders configured). */
+export interface WorkerHolderV1 {
+  /** The worker's client id. */
+  holder: string;
+  /** Last known bioengine_version; null when never reported. */
+  version: string | null;
+  /** self_healing (0.16.30 or later, artifact manager), stays_stale (up to 0.16.2) or unknown. */
+  recovery: string;
+}
+
 export interface WatchedServiceV1 {
   service: string;
   severity: Severity;
@@ -206,6 +239,10 @@ export interface WatchedServiceV1 {
   client_id_changes_total: number;
   last_change_at?: number;
   probes: ProbeV1[];
+  /** The discovered BioEngine workers that hold the service (none while holders are configured). */
+  worker_holders?: WorkerHolderV1[];
+  /** The stale canary's witness is self-healing: every holder re-resolves by itself; absent without a canary. */
+  witness_self_healing?: boolean;
 }
 
 export type TransitionKind =

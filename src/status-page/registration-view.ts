@@ -1,6 +1,7 @@
 import { registrationKnown, type ServeApp, type Snapshot } from '../snapshot/types';
-import type { ProblemV1, RegistrationV1, Severity, WorkerV1, WorkerViewV1 } from './model';
-import { isBioEngineApp } from '../registration/expected';
+import type { GateKnowledge, PageDecision } from '../snapshot/registration';
+import { FIRST_RELEASE_WITH_FIXES } from '../util/bioengine-release';
+import type { BioEngineGateV1, PageV1, ProblemV1, RegistrationV1, Severity, WorkerV1, WorkerViewV1 } from './model';
 import { registrationSeverity, worst } from './severity';
 
 /** One expected app's registration, in the status page's own terms (adapted from the snapshot). */
@@ -20,6 +21,10 @@ export interface AppRegistrationInput {
   /** The deployments the verdict rests on (the tracker's, so the page names exactly those). */
   causeDeployments?: string[];
   worker?: { worker: string; up: boolean; appStatus?: string; serviceRegistered?: boolean };
+  gate?: GateKnowledge;
+  page?: PageDecision;
+  /** The exporter's decision on HyphaServeAppWillDeregisterAtZero. */
+  deregistersAtZero?: boolean;
 }
 
 export interface RegistrationInput {
@@ -44,6 +49,9 @@ export function registrationInput(s: Snapshot): RegistrationInput | undefined {
     if (a.providerClientId !== undefined) out.clientId = a.providerClientId;
     if (known) out.clientIdMismatch = a.clientIdMismatch;
     if (known && a.causeDeployments) out.causeDeployments = a.causeDeployments;
+    if (a.gate) out.gate = a.gate;
+    if (known && a.page?.sinceSeconds !== undefined) out.page = a.page;
+    if (known) out.deregistersAtZero = a.deregistersAtZero === true;
     // Only a worker tied to this app's cluster speaks for it: another cluster may run an app of the same name.
     const w = r.workers.find((x) => x.hypha === a.hypha && x.rayCluster === a.cluster && x.apps.some((y) => y.app === a.app));
     const wa = w?.apps.find((y) => y.app === a.app);
@@ -106,16 +114,21 @@ export function registrationView(s: Snapshot): RegistrationView {
       if (r.missingSinceSeconds !== undefined) registration.missing_since = r.missingSinceSeconds;
       if (r.clientId !== undefined) registration.client_id = r.clientId;
       if (r.clientIdMismatch !== undefined) registration.client_id_mismatch = r.clientIdMismatch;
+      if (r.gate) registration.bioengine_gate = gateV1(r.gate);
+      if (r.page) registration.page = pageV1(r.page);
       let severity = registrationSeverity(r.state, r.clientIdMismatch === true);
       const out: string[] = [];
       if (r.state !== 'registered' && r.state !== 'unknown') out.push(`registration ${r.state}: ${registration.cause}`);
       if (r.state === 'registered' && r.clientIdMismatch) out.push(`registered under another client id (${r.clientId ?? '?'})`);
-      const vanishing = r.state === 'registered' ? deregisteredAtZero(app) : [];
-      if (vanishing.length > 0) {
+      if (r.page?.firing) out.push(`HyphaServeAppRunningNotRegistered fires${r.page.dueSeconds !== undefined ? ` since ${isoSeconds(r.page.dueSeconds)}` : ''}`);
+      else if (r.page?.dueSeconds !== undefined) out.push(`HyphaServeAppRunningNotRegistered fires at ${isoSeconds(r.page.dueSeconds)} unless it registers first`);
+      if (r.deregistersAtZero) {
         // The warning HyphaServeAppWillDeregisterAtZero, on the page: before the incident, not during it.
+        const vanishing = app.deployments.filter((d) => d.autoscaling && d.minReplicas === 0).map((d) => d.name);
         severity = worst(severity, 'warning');
         out.push(`will be deregistered when ${vanishing.join(', ')} idle${vanishing.length === 1 ? 's' : ''} to zero replicas `
-          + "(min_replicas 0; BioEngine's proxy deregisters at zero): set min_replicas >= 1");
+          + `(its proxy runs BioEngine ${r.gate?.version ?? 'up to 0.16.2'}, which deregisters at zero): upgrade the worker to BioEngine `
+          + `${FIRST_RELEASE_WITH_FIXES} or later and redeploy; until then min_replicas >= 1`);
       }
       let workerView: WorkerViewV1 | undefined;
       if (r.worker) {
@@ -129,10 +142,16 @@ export function registrationView(s: Snapshot): RegistrationView {
   };
 }
 
-/** A BioEngine app's deployments whose autoscaling allows zero replicas (what the rule reads from the metrics). */
-function deregisteredAtZero(app: ServeApp): string[] {
-  if (!isBioEngineApp(app)) return [];
-  return app.deployments.filter((d) => d.autoscaling && d.minReplicas === 0).map((d) => d.name);
+function gateV1(g: GateKnowledge): BioEngineGateV1 {
+  return { gate: g.gate, source: g.source, ...(g.version !== undefined ? { version: g.version } : {}), ...(g.worker !== undefined ? { worker: g.worker } : {}) };
+}
+
+function pageV1(p: PageDecision): PageV1 {
+  return { firing: p.firing, ...(p.sinceSeconds !== undefined ? { since: p.sinceSeconds } : {}), ...(p.dueSeconds !== undefined ? { due: p.dueSeconds } : {}) };
+}
+
+function isoSeconds(t: number): string {
+  return new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** The deployments the tracker's verdict rests on, with their status from Serve's view of the app. */

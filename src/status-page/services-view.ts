@@ -30,9 +30,15 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
   if (w.providers && w.providers.length === 0) flag('critical', 'no live provider');
   if (!w.providers && w.health.up) flag('warning', 'providers could not be listed');
   if (w.resolvedClientId === undefined && w.resolveError && (w.providers?.length ?? 0) > 0) flag('warning', `fresh resolve failed: ${w.resolveError}`);
+  const selfHealing = w.witnessSelfHealing === true;
   for (const c of w.cached) {
-    if (c.stale === true) flag('critical', `${c.holder} holds stale client id ${c.clientId ?? '?'} (not among the live providers)`);
-    if (c.stale === true && c.holder === CANARY_HOLDER && w.holdersConfigured !== undefined) problems.push(witnessText(w));
+    const canary = c.holder === CANARY_HOLDER;
+    if (c.stale === true) {
+      // A self-healing witness is a warning (HyphaServiceCachedProxySelfHealing), not a page.
+      flag(canary && selfHealing ? 'warning' : 'critical', `${c.holder} holds stale client id ${c.clientId ?? '?'} (not among the live providers)`);
+    }
+    if (c.stale === true && canary && selfHealing) problems.push(selfHealingText(w));
+    else if (c.stale === true && canary && w.holdersConfigured !== undefined) problems.push(witnessText(w));
     if (c.error) flag('warning', `${c.holder} could not be read: ${c.error}`);
   }
   if (w.health.up) {
@@ -48,7 +54,10 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
     if (p.target !== undefined) probe.target = p.target;
     if (p.error !== undefined) probe.error = p.error;
     probes.push(probe);
-    if (p.outcome !== 'ok') flag('critical', `call via ${via} proxy: ${p.outcome} after ${p.seconds.toFixed(2)} s`);
+    // The canary of a self-healing witness keeps calling the old id by design until it is released.
+    if (p.outcome !== 'ok') {
+      flag(via === 'cached' && selfHealing ? 'warning' : 'critical', `call via ${via} proxy: ${p.outcome} after ${p.seconds.toFixed(2)} s`);
+    }
     else if (via === 'fresh' && (p.attempts ?? 1) > 1) flag('warning', `fresh probe needed ${p.attempts} providers: a listed provider did not answer`);
   }
   const out: WatchedServiceV1 = {
@@ -70,7 +79,19 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
     probes,
   };
   if (w.lastChangeSeconds !== undefined) out.last_change_at = w.lastChangeSeconds;
+  if (w.workerHolders !== undefined && w.workerHolders.length > 0) {
+    out.worker_holders = w.workerHolders.map((h) => ({ holder: h.holder, version: h.version ?? null, recovery: h.recovery }));
+  }
+  if (w.witnessSelfHealing !== undefined) out.witness_self_healing = w.witnessSelfHealing;
   return out;
+}
+
+/** A self-healing witness in one line: who re-resolves by itself, and when the exporter lets it go. */
+function selfHealingText(w: WatchedServiceSample): string {
+  const workers = (w.workerHolders ?? []).map((h) => `${h.holder} (BioEngine ${h.version ?? '?'})`).join(', ');
+  const bound = w.selfHealingReleaseSeconds !== undefined ? ` after ${w.selfHealingReleaseSeconds} s` : '';
+  return `the exporter's stale canary is a self-healing witness: every holder is a BioEngine worker that re-resolves by itself `
+    + `(${workers}; at most one call failed each); no action is needed, and the exporter releases it by itself${bound} of self-healing`;
 }
 
 /** What the exporter can and cannot know about a stale canary, in one line (docs/watched-services.md). */
@@ -79,8 +100,12 @@ function witnessText(w: WatchedServiceSample): string {
   if ((w.holdersConfigured ?? 0) > 0) ends.push(`all ${w.holdersConfigured} configured holder(s) report a live id and pass their probe`);
   ends.push('an operator lists it in canary.released_client_ids');
   if (w.witnessMaxSeconds !== undefined) ends.push(`canary.witness_max (${w.witnessMaxSeconds} s) passes`);
-  const seen = (w.holdersConfigured ?? 0) === 0
-    ? 'no holders are configured, so the exporter cannot see whether the real long-lived clients recovered'
-    : 'the configured holders are the only real clients the exporter can see';
+  const stuck = (w.workerHolders ?? []).filter((h) => h.recovery !== 'self_healing');
+  const seen = (w.holdersConfigured ?? 0) > 0
+    ? 'the configured holders are the only real clients the exporter can see'
+    : stuck.length > 0
+      ? `no holders are configured; of the BioEngine workers discovered, ${stuck.map((h) => `${h.holder} (BioEngine ${h.version ?? '?'}, `
+        + `${h.recovery})`).join(', ')} do not re-resolve a stale proxy by themselves or may not`
+      : 'no holders are configured, so the exporter cannot see whether the real long-lived clients recovered';
   return `the exporter's stale canary is kept as the witness: ${seen}; it ends when ${ends.join(', or ')}`;
 }

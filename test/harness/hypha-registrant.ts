@@ -193,7 +193,15 @@ export interface WorkerStandIn {
  * workers report (bioengine.md §2.2-2.3). There is no BioEngine worker in the
  * test environment; this stands in for what one says, not for Hypha.
  */
-export async function startWorkerStandIn(opts: { serverUrl: string; token: string; clientId: string; workspace?: string; apps: Record<string, WorkerAppReport> }): Promise<WorkerStandIn> {
+export async function startWorkerStandIn(opts: {
+  serverUrl: string;
+  token: string;
+  clientId: string;
+  workspace?: string;
+  apps: Record<string, WorkerAppReport>;
+  /** What get_status reports as `bioengine_version` (default '0.16.1'). */
+  version?: string;
+}): Promise<WorkerStandIn> {
   ensureWs();
   const cfg: Record<string, unknown> = { server_url: opts.serverUrl, client_id: opts.clientId, token: opts.token, logger: quiet, method_timeout: 10 };
   if (opts.workspace) cfg.workspace = opts.workspace;
@@ -205,7 +213,7 @@ export async function startWorkerStandIn(opts: { serverUrl: string; token: strin
     name: 'BioEngine Worker (test stand-in)',
     type: 'bioengine-worker',
     config: { visibility: 'public', require_context: true },
-    get_status: () => ({ client_id: opts.clientId, workspace, is_ready: true, bioengine_version: 'test' }),
+    get_status: () => ({ client_id: opts.clientId, workspace, is_ready: true, bioengine_version: opts.version ?? '0.16.1' }),
     get_app_status: () => apps,
   });
   return {
@@ -248,12 +256,12 @@ export interface WorkerProcess {
 }
 
 /** A worker stand-in in its own process (test/harness/worker-process.ts), to be frozen with SIGSTOP. */
-export async function startWorkerProcess(opts: { serverUrl: string; token: string; clientId: string }): Promise<WorkerProcess> {
+export async function startWorkerProcess(opts: { serverUrl: string; token: string; clientId: string; version?: string }): Promise<WorkerProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'worker-'));
   const tokenFile = path.join(dir, 'token');
   fs.writeFileSync(tokenFile, opts.token, { mode: 0o600 });
   const proc = startProc('worker-process', process.execPath, [path.join(repoRoot(), 'dist', 'test', 'harness', 'worker-process.js')], {
-    env: { ...process.env, HYPHA_URL: opts.serverUrl, HYPHA_TOKEN_FILE: tokenFile, WORKER_CLIENT_ID: opts.clientId },
+    env: { ...process.env, HYPHA_URL: opts.serverUrl, HYPHA_TOKEN_FILE: tokenFile, WORKER_CLIENT_ID: opts.clientId, ...(opts.version ? { WORKER_VERSION: opts.version } : {}) },
   });
   const serviceId = await waitFor('worker process ready', async () => {
     if (proc.child.exitCode !== null) throw new Error(`worker-process exited: ${proc.output().slice(-2000)}`);

@@ -14,6 +14,9 @@ import { HyphaHandle, startHypha } from './hypha';
 import type { PrometheusServer } from './prometheus';
 import { artifactsDir, Proc, repoRoot, startTogether } from './proc';
 import { RayCluster, startRay } from './ray';
+import { parseDocument } from 'yaml';
+import { MIN_UNCERTAIN_WAIT } from '../../src/config/hypha-schema';
+import { durationMs } from '../../src/config/validators';
 
 export interface StackOptions {
   /** Divide every alert's `for:` by this (1 = shipped rules). */
@@ -58,11 +61,15 @@ export interface Stack {
  * the canary keeps the shipped default.
  */
 export function exporterConfig(
-  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig'> & { canaryWitnessMax?: string; cluster?: string; rayTimeout?: string },
+  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig'> & {
+    canaryWitnessMax?: string; cluster?: string; rayTimeout?: string;
+    /** The rules' `for:` divisor of the run: the exporter's page waits are scaled alike (floored at their 30 s minimum). */
+    forDivisor?: number;
+  },
   hypha: HyphaHandle,
   ray: RayCluster,
 ): string {
-  return [
+  const text = [
     'global:',
     `  interval: ${o.sampleInterval}`,
     `  timeout: ${o.sampleTimeout}`,
@@ -79,6 +86,21 @@ export function exporterConfig(
     ...(o.canaryWitnessMax === undefined ? [] : ['    canary:', `      witness_max: ${o.canaryWitnessMax}`]),
     o.exporterExtraConfig ?? '',
   ].join('\n') + '\n';
+  return scalePageWaits(text, o.forDivisor ?? 1);
+}
+
+/**
+ * The exporter decides the incident-1 page's wait (hypha_registration.page_waits): a run whose rules'
+ * `for:` is divided gets the uncertain wait divided alike, never below the exporter's minimum.
+ */
+function scalePageWaits(text: string, divisor: number): string {
+  if (divisor === 1) return text;
+  const doc = parseDocument(text);
+  if (doc.getIn(['hypha_registration', 'page_waits', 'uncertain']) !== undefined) return text;
+  const wait = `${Math.round(Math.max(durationMs(MIN_UNCERTAIN_WAIT), 300_000 / divisor) / 1000)}s`;
+  doc.setIn(['hypha_registration', 'page_waits', 'uncertain'], wait);
+  doc.setIn(['hypha_registration', 'page_waits', 'worker'], wait);
+  return doc.toString();
 }
 
 export async function startStack(o: StackOptions): Promise<Stack> {

@@ -3,13 +3,16 @@ import http from 'node:http';
 import path from 'node:path';
 import { waitFor } from '../harness/proc';
 import { DEFAULT_RAY_BIN, rayAppConfig, ServeAppConfig } from '../harness/ray';
+import { startWorkerStandIn, WorkerAppReport, WorkerStandIn } from '../harness/hypha-registrant';
 
 export const BIOENGINE_PREFIX = 'e2e-worker';
 
 /**
  * `upstream` (and its older names `buggy_deregister_at_zero`, `wait_for_running`) is BioEngine
- * 0.16.1's proxy; `fixed` is a hypothetical proxy that no BioEngine release has (see
- * test/ray-apps/bioengine_like.py).
+ * 0.16.1's proxy; `fixed` is upstream's fixed proxy, BioEngine 0.16.15 (aicell-lab/bioengine
+ * commit 1a189562604ecf6c7fd2fd9c3afe6dca0bb653fb): a sibling idle at zero replicas that Serve
+ * calls HEALTHY/UPSCALING/DOWNSCALING is serviceable, and a background task registers within a
+ * 5 s tick of the gate opening (see test/ray-apps/bioengine_like.py for the cited lines).
  */
 export type ProxyBehaviour = 'upstream' | 'buggy_deregister_at_zero' | 'wait_for_running' | 'fixed';
 
@@ -56,6 +59,54 @@ export function bioengineApp(o: BioengineAppOptions): ServeAppConfig {
     return { ...d, autoscaling_config: ac };
   });
   return { ...base, name: o.name, route_prefix: `/${o.name}`, deployments };
+}
+
+/**
+ * The two BioEngine release lines that tests and the demo run side by side, each a worker stand-in
+ * reporting its release (get_status().bioengine_version) whose apps' proxies run that line's gate:
+ * `old` deregisters an app idle at zero and never registers one deployed at zero (0.16.1),
+ * `fixed` keeps it registered (upstream's fixed proxy, a release after both fixes).
+ */
+export const RELEASE_LINES = {
+  old: { worker: BIOENGINE_PREFIX, version: '0.16.1', behaviour: 'upstream' },
+  fixed: { worker: 'e2e-worker-fixed', version: '0.16.43', behaviour: 'fixed' },
+} as const satisfies Record<string, { worker: string; version: string; behaviour: ProxyBehaviour }>;
+export type ReleaseLine = keyof typeof RELEASE_LINES;
+
+/** A BioEngine-shaped app on a release line: that line's proxy, registering under that line's worker. */
+export function lineApp(line: ReleaseLine, o: Omit<BioengineAppOptions, 'behaviour' | 'clientIdPrefix'>): ServeAppConfig {
+  return bioengineApp({ ...o, behaviour: RELEASE_LINES[line].behaviour, clientIdPrefix: RELEASE_LINES[line].worker });
+}
+
+export interface ReleaseWorkers {
+  workers: Record<ReleaseLine, WorkerStandIn>;
+  /** What each line's worker reports from now on: its apps RUNNING, deployed by itself (the proxy's prefix). */
+  report(apps: readonly { app: string; line: ReleaseLine; status?: string; serviceRegistered?: boolean | null }[]): void;
+  disconnect(): Promise<void>;
+}
+
+/** Both lines' worker stand-ins in the token's workspace, reporting no app until `report`. */
+export async function startReleaseWorkers(serverUrl: string, token: string): Promise<ReleaseWorkers> {
+  const workers = {} as Record<ReleaseLine, WorkerStandIn>;
+  for (const line of Object.keys(RELEASE_LINES) as ReleaseLine[]) {
+    const { worker, version } = RELEASE_LINES[line];
+    workers[line] = await startWorkerStandIn({ serverUrl, token, clientId: worker, version, apps: {} });
+  }
+  return {
+    workers,
+    report(apps) {
+      for (const line of Object.keys(RELEASE_LINES) as ReleaseLine[]) {
+        const mine: Record<string, WorkerAppReport> = {};
+        for (const a of apps.filter((x) => x.line === line)) {
+          mine[a.app] = { status: a.status ?? 'RUNNING', deployed_by_worker_client_id: RELEASE_LINES[line].worker, ...(a.serviceRegistered !== undefined ? { service_registered: a.serviceRegistered } : {}) };
+        }
+        workers[line].setApps(mine);
+      }
+    },
+    async disconnect() {
+      for (const w of Object.values(workers)) await w.disconnect().catch(() => undefined);
+    },
+  };
 }
 
 /** The ids BioEngine's proxy registers for `app` (bioengine/apps/proxy_deployment.py L261-262, L1041-1043, L1091-1093). */

@@ -1,7 +1,9 @@
 // The BioEngine stand-in (test/ray-apps/bioengine_like.py) against real Ray Serve and a real
 // Hypha server, observed only through Hypha (listServices, workspace events), Serve's REST API
 // and the proxy replicas' own logs: it must do what aicell-lab/bioengine 0.16.1's ProxyDeployment
-// does in every point the exporter relies on (docs/runbooks.md cites the upstream lines).
+// does in every point the exporter relies on (docs/runbooks.md cites the upstream lines), and, as
+// behaviour `fixed`, what the fixed proxy of 0.16.15 (commit 1a18956) does (bioengine_like.py
+// cites its lines).
 import fs from 'node:fs';
 import path from 'node:path';
 import { connect, HyphaConnection } from '../../src/sources/hypha/client';
@@ -21,6 +23,13 @@ const ZERO = 'st-zero'; // Model starts with 1 replica, idles to 0 after 20 s
 const NEVER = 'st-never'; // Model deployed at 0 replicas
 const PINNED = 'st-pinned'; // min_replicas 1 (the only upstream mitigation), proxy without aiortc
 
+/** The ProxyDeployment replicas' log text of `app` (Ray writes one file per replica). */
+function proxyLogOf(ray: RayCluster, app: string): string {
+  const dir = path.join(ray.tempDir, 'session_latest', 'logs', 'serve');
+  return fs.readdirSync(dir).filter((f) => f.startsWith(`replica_${app}_ProxyDeployment_`) && f.endsWith('.log'))
+    .map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
+}
+
 describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () => {
   let ray: RayCluster;
   let hypha: HyphaHandle;
@@ -35,12 +44,7 @@ describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () 
 
   const services = async () => (await conn.listServices()).filter((s) => s.clientId.startsWith(`${WORKER}-`));
   const running = (a: AppJson | undefined, dep: string) => (a?.deployments[dep]?.replicas ?? []).filter((r) => r.state === 'RUNNING').length;
-  /** The ProxyDeployment replicas' log text of `app` (Ray writes one file per replica). */
-  const proxyLog = (app: string) => {
-    const dir = path.join(ray.tempDir, 'session_latest', 'logs', 'serve');
-    return fs.readdirSync(dir).filter((f) => f.startsWith(`replica_${app}_ProxyDeployment_`) && f.endsWith('.log'))
-      .map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
-  };
+  const proxyLog = (app: string) => proxyLogOf(ray, app);
   const clientEvents = (clientId: string, from: number, to = Infinity) =>
     events.filter((e) => (e.type === 'client_connected' || e.type === 'client_disconnected') && e.clientId === clientId && e.receivedAtMs >= from && e.receivedAtMs <= to).map((e) => e.type);
 
@@ -173,5 +177,125 @@ describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () 
     expect(adds.length).toBe(1);
     expect(removes.length).toBe(0);
     expect(proxyLog(PINNED)).not.toContain('Deregistering Hypha service');
+  });
+});
+
+const FX_WORKER = 'wk-fixed';
+const FX_COLD = 'fx-cold'; // Model deployed at 0 replicas (min_replicas 0, no initial_replicas)
+const FX_IDLE = 'fx-idle'; // Model starts with 1 replica, idles to 0 after 20 s
+
+describe('BioEngine stand-in `fixed` behaves like the fixed ProxyDeployment of BioEngine 0.16.15', () => {
+  let ray: RayCluster;
+  let hypha: HyphaHandle;
+  let conn: HyphaConnection;
+  const events: HyphaEvent[] = [];
+  const tmp = tmpDir();
+  const ids = (app: string) => bioengineServiceIds(WS, FX_WORKER, app);
+  // Serve's view, sampled every 250 ms from the deploy on: when each app first read RUNNING (and
+  // its Model's RUNNING replicas then), and when FX_IDLE's Model dropped to no RUNNING replica.
+  const firstRunning: Record<string, { at: number; model: number }> = {};
+  const idleAtZeroSince: number[] = [];
+  const idleModelStatusAtZero = new Set<string>();
+  let idleLast = -1;
+  let poller: NodeJS.Timeout | undefined;
+
+  const services = async () => (await conn.listServices()).filter((s) => s.clientId.startsWith(`${FX_WORKER}-`));
+  const running = (a: AppJson | undefined, dep: string) => (a?.deployments[dep]?.replicas ?? []).filter((r) => r.state === 'RUNNING').length;
+  const proxyLog = (app: string) => proxyLogOf(ray, app);
+
+  beforeAll(async () => {
+    [ray, hypha] = await startTogether([startRay(), startHypha({ serverId: 'standin-fixed-test' })]);
+    const tokenFile = tmp.write('hypha-token', hypha.rootToken);
+    fs.chmodSync(tokenFile, 0o600);
+    conn = await connect({ serverUrl: hypha.url, token: new Secret(hypha.rootToken), callTimeoutMs: 5000 });
+    expect(conn.workspace).toBe(WS);
+    await conn.subscribe([...SYSTEM_EVENTS], (e) => events.push(e));
+    await ray.deploy({
+      applications: [
+        bioengineApp({ name: FX_COLD, behaviour: 'fixed', hyphaUrl: hypha.url, tokenFile, initialReplicas: null, clientIdPrefix: FX_WORKER }),
+        bioengineApp({ name: FX_IDLE, behaviour: 'fixed', hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, downscaleDelayS: 20, clientIdPrefix: FX_WORKER }),
+      ],
+    });
+    poller = setInterval(() => {
+      const at = Date.now();
+      ray.getApplications().then((d) => {
+        for (const app of [FX_COLD, FX_IDLE]) {
+          const a = d.applications[app];
+          if (a?.status === 'RUNNING' && !firstRunning[app]) firstRunning[app] = { at, model: running(a, 'Model') };
+        }
+        const idle = d.applications[FX_IDLE];
+        if (!idle) return;
+        const n = running(idle, 'Model');
+        if (n === 0 && idleLast > 0) idleAtZeroSince.push(at);
+        if (n === 0 && idleAtZeroSince.length > 0) idleModelStatusAtZero.add(idle.deployments.Model?.status ?? '?');
+        idleLast = n;
+      }, () => undefined);
+    }, 250);
+  });
+
+  afterAll(async () => {
+    clearInterval(poller);
+    if (ray) {
+      for (const app of [FX_COLD, FX_IDLE]) {
+        try {
+          fs.writeFileSync(path.join(artifactsDir(), `bioengine-standin-${app}-proxy.log`), proxyLog(app));
+        } catch {
+          /* no log yet */
+        }
+      }
+    }
+    await conn?.disconnect().catch(() => undefined);
+    await ray?.stop();
+    await hypha?.stop();
+    tmp.cleanup();
+  });
+
+  it('registers an app deployed cold at min_replicas 0 within seconds of Serve saying RUNNING (0.16.1 never does)', async () => {
+    const listedAt = await waitFor(`${FX_COLD} listed`, async () => ((await services()).some((s) => s.id === ids(FX_COLD).ws) ? Date.now() : undefined), 240_000, 200);
+    const running0 = await waitFor(`${FX_COLD} seen RUNNING`, async () => firstRunning[FX_COLD], 10_000, 100);
+    const added = events.find((e) => e.type === 'service_added' && e.service.id === ids(FX_COLD).ws);
+    const delay = listedAt - running0.at;
+    console.log(`${FX_COLD}: Serve RUNNING -> listed by Hypha in ${delay} ms (service_added event ${added ? added.receivedAtMs - running0.at : 'n/a'} ms; Model RUNNING replicas at RUNNING: ${running0.model})`);
+    expect(running0.model).toBe(0); // deployed cold: no Model replica
+    expect(delay).toBeLessThan(30_000);
+    await waitFor(`${FX_COLD} rtc listed`, async () => (await services()).some((s) => s.id === ids(FX_COLD).rtc), 10_000, 200);
+    const app = (await ray.getApplications()).applications[FX_COLD];
+    expect(app.status).toBe('RUNNING');
+    expect(running(app, 'Model')).toBe(0); // still cold: registering did not wake it
+  });
+
+  it('an app whose Model idles to zero stays registered through the idle period', async () => {
+    await waitFor(`${FX_IDLE} listed`, async () => (await services()).some((s) => s.id === ids(FX_IDLE).ws), 240_000, 250);
+    const tZero = await waitFor(`${FX_IDLE} Model at 0`, async () => idleAtZeroSince[0], 180_000, 250);
+    const until = tZero + 40_000;
+    let samples = 0;
+    while (Date.now() < until) {
+      const l = await services();
+      expect(l.some((s) => s.id === ids(FX_IDLE).ws)).toBe(true);
+      expect(l.some((s) => s.id === ids(FX_IDLE).rtc)).toBe(true);
+      samples += 1;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const d = (await ray.getApplications()).applications[FX_IDLE];
+    console.log(`${FX_IDLE}: listed in all ${samples} samples over 40 s after Model reached 0 RUNNING replicas; Model status at zero: ${[...idleModelStatusAtZero].join(', ')}`);
+    expect(running(d, 'Model')).toBe(0);
+    expect(d.status).toBe('RUNNING');
+    expect(events.filter((e) => e.type === 'service_removed' && (e.service.id === ids(FX_IDLE).ws || e.service.id === ids(FX_IDLE).rtc))).toEqual([]);
+    const log = proxyLog(FX_IDLE);
+    expect(log).not.toContain('Deregistering Hypha service');
+    expect(log).toContain(`✅ Successfully registered WebSocket service for '${FX_IDLE}' with ID: ${ids(FX_IDLE).ws}`);
+  });
+
+  it('the proxy logs upstream\'s gate-open line (not 0.16.1\'s) and registers from its maintenance task', async () => {
+    for (const app of [FX_COLD, FX_IDLE]) {
+      const log = proxyLog(app);
+      expect(log).toContain(`✅ All deployments of app '${app}' are serviceable.`);
+      expect(log).not.toContain(`✅ All deployments of app '${app}' are RUNNING.`);
+      // Registration follows the gate, from the background task (check_health makes no Hypha calls).
+      const open = log.indexOf(`are serviceable.`);
+      const registered = log.indexOf(`✅ Successfully registered WebSocket service for '${app}'`);
+      expect(open).toBeGreaterThanOrEqual(0);
+      expect(registered).toBeGreaterThan(open);
+    }
   });
 });

@@ -101,8 +101,9 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
   }
 
   /**
-   * What a BioEngine worker says about the apps it deployed. No release reports service_registered;
-   * the stand-in does, as a future worker would, so the panel that shows it has data.
+   * What a BioEngine worker says about the apps it deployed. Workers up to 0.16.2 do not report
+   * service_registered, later upstream does; the stand-in does, as such a worker would, so the panel
+   * that shows it has data.
    */
   const workerReport = (buggyRegistered: boolean): Record<string, WorkerAppReport> => ({
     [PINNED_APP]: { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: BIOENGINE_PREFIX },

@@ -105,16 +105,16 @@ describe('end-to-end incident replays', () => {
   };
 
   /**
-   * What the engine has recorded for an app when a page says something else, for the failure message:
-   * each recorded series of the registration group now (labels that tell them apart, value) and how many
-   * samples of each it holds over the last 2 minutes (a series that came late or went stale shows there).
+   * What the engine holds for an app when a page says something else, for the failure message: each series the
+   * registration group reads (contract v0.4: the exporter's decision and its cause_info; labels that tell them apart,
+   * value) and how many samples of each it holds over the last 2 minutes (a series that came late or went stale shows there).
    */
   const contextOf = async (p: AlertPath, app: string) => {
-    const names = ['not_registered:context', 'registration_state:cause_digits', 'running_not_registered:page', 'running_not_registered:bridged', 'registration_stuck:bridged'];
-    const brief = (m: Record<string, string>) => [m.state, m.proven && `proven=${m.proven}`].filter(Boolean).join(' ');
+    const names = ['not_registered_cause_info', 'running_not_registered_page', 'registration_stuck'];
+    const brief = (m: Record<string, string>) => [m.cause, m.proven && `proven=${m.proven}`, m.gate && `gate=${m.gate}`].filter(Boolean).join(' ');
     const out: string[] = [];
     for (const n of names) {
-      const sel = `ray_cluster_app:hypha_serve_app_${n}{app="${app}"}`;
+      const sel = `hypha_serve_app_${n}{app="${app}"}`;
       const now = (await p.vector(sel)).map((x) => `${brief(x.metric)}=${x.value[1]}`);
       const counts = (await p.vector(`count_over_time(${sel}[2m])`)).map((x) => `${brief(x.metric)}:${x.value[1]}`);
       out.push(`${n} now [${now.join(', ')}] samples in 2m [${counts.join(', ')}]`);
@@ -123,9 +123,9 @@ describe('end-to-end incident replays', () => {
     return `${out.join('; ')}; causes notified so far [${causes.join(', ')}]`;
   };
 
-  // The cause annotation names the alert's value (cause_digits), on every engine from the first notification. On
-  // VictoriaMetrics it once said "unknown" there: a cause record that was a new series at a state change was not yet
-  // readable (docs/alerts.md "Engines"); the cause record now keeps a series per state, 0 where it is no cause.
+  // The cause annotation names the cause on every engine from the first notification. On VictoriaMetrics it once said
+  // "unknown" there: a cause record that was a new series at a state change was not yet readable (docs/alerts.md
+  // "Engines"); since contract v0.4 it reads the scraped hypha_serve_app_not_registered_cause_info, no recorded level.
   const expectCause = async (p: AlertPath, cause: string | undefined, app: string, expected: string, what: string) => {
     if (cause === expected) return;
     throw new Error(`${what} paged with cause ${JSON.stringify(cause)}, not ${expected} (its context now: ${await contextOf(p, app)})`);

@@ -75,7 +75,7 @@ describe('HA pair: two exporters, two Prometheus, two clustered Alertmanagers pa
     log(`Alertmanager ${am.label} cluster ${ams.map((a) => `${a.host} (gossip ${a.clusterAddress})`).join(', ')}`);
     // One configuration for both replicas: the same facts under the same labels.
     const cfg = exporterConfig({
-      sampleInterval: '1s', sampleTimeout: '3s', cluster: 'ha',
+      sampleInterval: '1s', sampleTimeout: '3s', cluster: 'ha', forDivisor: FOR_DIVISOR,
       exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {discover: false}\n  clusters:\n    - cluster: ha\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
     }, hypha, ray);
     exporters.push(...(await Promise.all(['ha-exporter-1', 'ha-exporter-2'].map((n) => spawnExporter({ name: n, config: cfg, env: { HYPHA_TOKEN: hypha.rootToken }, logLevel: 'info' })))));

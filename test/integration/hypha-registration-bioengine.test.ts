@@ -49,8 +49,9 @@ describe('BioEngine-like apps on real Ray Serve + real Hypha', () => {
     worker = await startWorkerStandIn({
       serverUrl: hypha.url, token: hypha.rootToken, clientId: PREFIX,
       apps: {
-        // No released worker reports service_registered; be-buggy's and be-pinned's stand for a
-        // future one (the exporter reads it if present), be-wait's is absent as in every release.
+        // Workers up to 0.16.2 do not report service_registered, later upstream does (from the proxy);
+        // be-buggy's and be-pinned's stand for such a worker (the exporter reads it if present), be-wait's
+        // is absent as with a 0.16.2 worker.
         'be-buggy': { status: 'RUNNING', service_registered: false, deployed_by_worker_client_id: PREFIX },
         'be-pinned': { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: PREFIX },
         'be-wait': { status: 'RUNNING', deployed_by_worker_client_id: PREFIX },

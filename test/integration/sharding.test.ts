@@ -44,6 +44,8 @@ function shardConfig(clusters: Array<{ name: string; ray: RayCluster }>, hyphaUr
     'hypha_registration:',
     '  reconnect_settle: 5s',
     '  workers: {discover: false}',
+    // The exporter's waits, divided like the rules' for: (forDivisor 10), at their minimum.
+    '  page_waits: {uncertain: 30s}',
     '  clusters:',
     ...clusters.map((c) => `    - {cluster: ${c.name}, bioengine: {worker_client_id: ${BIOENGINE_PREFIX}}}`),
     'watched_services: []',

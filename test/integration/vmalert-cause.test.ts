@@ -3,15 +3,16 @@
 // missing_scaled_to_zero (proven stuck) at the same moment; through Alertmanager with the example routing, each
 // app's first page must name that cause. While a cause record held only the causes, the new state's series was
 // a new series in VictoriaMetrics, not yet readable at the page's first evaluation: the first notifications said
-// "unknown" (0 and 2 of 5 right in two runs of this scenario, 2026-12-04). The cause is now one series per app,
-// cause_digits, read from the scraped state set, whose value changes with the cause (docs/alerts.md "Engines").
+// "unknown" (0 and 2 of 5 right in two runs of this scenario, 2026-12-04). Since metric contract v0.4 the page and
+// its cause are scraped series, the exporter's decision and hypha_serve_app_not_registered_cause_info, read by the
+// alert and its annotations with no recorded level in between (docs/alerts.md "Engines").
 // The end-to-end replay checks the same on the real stack; this makes the race likely.
 import http from 'node:http';
 import path from 'node:path';
 import { EngineChain, EXPORTER_JOB, startEngineChain } from '../harness/alert-path';
 import { requireEngine } from '../harness/engines';
 import { artifactsDir, waitFor } from '../harness/proc';
-import { REGISTRATION_STATES } from '../../src/snapshot/registration';
+import { CAUSE_TEXT, REGISTRATION_STATES } from '../../src/snapshot/registration';
 
 jest.setTimeout(300_000);
 
@@ -27,6 +28,11 @@ function exposition(state: 'registered' | 'missing_scaled_to_zero', sinceS: numb
     out.push(`hypha_serve_app_registration_stuck{${app},hypha="main"} ${state === 'registered' ? 0 : 1}`);
     if (state !== 'registered') out.push(`hypha_serve_app_unregistered_since_timestamp_seconds{${app},hypha="main"} ${sinceS}`);
     out.push(`hypha_serve_app_expected_service_info{${app},hypha="main",workspace="ws",service="ws/w-${a}:${a}"} 1`);
+    // The exporter's decision and its cause (contract v0.4): proven final, so it pages at once.
+    out.push(`hypha_serve_app_running_not_registered_page{${app},hypha="main"} ${state === 'registered' ? 0 : 1}`);
+    if (state !== 'registered') {
+      out.push(`hypha_serve_app_not_registered_cause_info{${app},hypha="main",cause="${state}",reason="${CAUSE_TEXT[state]}",gate="deregisters_at_zero",proven="true",service="ws/w-${a}:${a}"} 1`);
+    }
   }
   return `${out.join('\n')}\n`;
 }
@@ -53,9 +59,10 @@ describe('vmalert names the cause in the first page after a state change', () =>
       exporterTargets: [`127.0.0.1:${addr.port}`], forDivisor: 1, scrapeInterval: '1s', evaluationInterval: '1s',
       pagesLog: path.join(artifactsDir(), `pages-vmalert-cause-${Date.now()}.log`),
     });
-    // Every app's cause recorded for a while as registered (digit 1), so what changes at the flip is a value, not a series.
-    await waitFor('the registered apps recorded', async () =>
-      (await chain!.vector(`ray_cluster_app:hypha_serve_app_registration_state:cause_digits{job="${EXPORTER_JOB}"} == 1`)).length === APPS.length,
+    // Every app scraped for a while as registered (no cause_info series, the decision 0), so what the flip adds is
+    // the cause_info series and a changed value of the decision.
+    await waitFor('the registered apps scraped', async () =>
+      (await chain!.vector(`hypha_serve_app_running_not_registered_page{job="${EXPORTER_JOB}"} == 0 unless on (ray_cluster, app, hypha) hypha_serve_app_not_registered_cause_info{job="${EXPORTER_JOB}"}`)).length === APPS.length,
     120_000, 1000);
     const flip = Date.now();
     body = exposition('missing_scaled_to_zero', Math.floor(flip / 1000));

@@ -18,6 +18,7 @@ function app(deps: ServeDeployment[]): ServeApp {
   return { name: 'a', status: 'RUNNING', messagePresent: false, message: '', routePrefix: '/a', lastDeployedSeconds: 1, deployments: deps };
 }
 const proxy = dep('ProxyDeployment', 1, 1);
+const OLD_GATE = { gate: 'deregisters_at_zero', source: 'version', version: '0.16.1' } as const;
 
 describe('stuckAtZero: the registration cause the upstream never leaves by itself', () => {
   test.each<[string, RegistrationState, ServeApp, boolean]>([
@@ -34,7 +35,11 @@ describe('stuckAtZero: the registration cause the upstream never leaves by itsel
     ['crashed', 'missing_crashed', app([proxy, dep('Model', 0, 0, 'UNHEALTHY')]), false],
     ['a plain Serve app (no ProxyDeployment: the registrant is unknown)', 'missing_never_registered', app([dep('Model', 0, 0)]), false],
   ])('%s → %s', (_what, state, a, want) => {
-    expect(stuckAtZero(a, state)).toBe(want);
+    expect(stuckAtZero(a, state, OLD_GATE)).toBe(want);
+    // Only the old gate makes the state final: the fixed gate registers such an app by itself, and an unknown one may.
+    expect(stuckAtZero(a, state, { gate: 'serviceable_at_zero', source: 'version', version: '0.16.30' })).toBe(false);
+    expect(stuckAtZero(a, state, { gate: 'unknown', source: 'none' })).toBe(false);
+    expect(stuckAtZero(a, state, undefined)).toBe(false);
   });
 });
 

@@ -1,6 +1,7 @@
 // Issue 19 §4: the log warned `missing_never_registered` for an app 0.23 s before its proxy
 // registered. A missing registration is logged once it is a judged state (seen on a Serve sample
 // requested after the missing spell began), never on a first glimpse the next event contradicts.
+import { DEFAULT_PAGE_WAITS } from '../../src/registration/tracker';
 import { defaultClusterMapping, TemplateMapping } from '../../src/config/hypha-schema';
 import { RegistrationStage, StageConfig } from '../../src/registration/stage';
 import { TransitionLog } from '../../src/registration/transition-log';
@@ -42,7 +43,7 @@ function setup() {
   const stage = new RegistrationStage(store, { request: () => undefined }, mem.log);
   const t: TemplateMapping = { service: '{workspace}/bridge:{app}' };
   const cluster: StageConfig['clusters'][number] = { cluster: 'a', hypha: 'main', mapping: { ...defaultClusterMapping('a'), bioengine: { enabled: false }, templates: [t] } };
-  stage.configure({ reconnectSettleMs: 90_000, clusters: [cluster] });
+  stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [cluster] });
   stage.start();
   const lines = () => mem.lines.map((l) => JSON.parse(l) as { msg: string; level: number; state?: string; app?: string });
   return { store, stage, lines };

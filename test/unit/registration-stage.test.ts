@@ -1,6 +1,7 @@
 // The registration stage joins each Ray cluster's apps with the registry of the Hypha server its
 // mapping names. It is started once and reconfigured in place on a reload, so a reload that adds a
 // cluster or changes a mapping leaves the apps it does not touch (their series, spell start) alone.
+import { DEFAULT_PAGE_WAITS } from '../../src/registration/tracker';
 import { defaultClusterMapping, TemplateMapping } from '../../src/config/hypha-schema';
 import { RegistrationStage, StageConfig } from '../../src/registration/stage';
 import type { HyphaServerSample } from '../../src/snapshot/hypha';
@@ -55,7 +56,7 @@ describe('RegistrationStage', () => {
   /** Clusters a (on public) and b (on lab), both running app x, with the given registries published. */
   async function twoServers(publicServices: ServiceInfo[], labServices: ServiceInfo[]) {
     const s = setup();
-    s.stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public'), templated('b', 'lab')] });
+    s.stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [templated('a', 'public'), templated('b', 'lab')] });
     s.stage.start();
     s.store.setRayCluster(ray('a', [app('x')]));
     s.store.setRayCluster(ray('b', [app('x')]));
@@ -87,7 +88,7 @@ describe('RegistrationStage', () => {
 
   it('a loss seen against an older Serve sample asks that cluster (only) for a fresh sample, through its interface', async () => {
     const { store, fresh, stage } = setup();
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public'), templated('b', 'public')] });
+    stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [templated('a', 'public'), templated('b', 'public')] });
     stage.start();
     const then = Date.now() / 1000 - 5;
     store.setRayCluster(ray('a', [app('x')], then));
@@ -108,7 +109,7 @@ describe('RegistrationStage', () => {
   it('a reload that adds a cluster or changes another mapping keeps an app\'s spell and published state', async () => {
     const { store, stage } = setup();
     const a = templated('a', 'public');
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [a] });
+    stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [a] });
     stage.start();
     store.setRayCluster(ray('a', [app('x')]));
     store.setHyphaServer(hypha('public', [svc('ws', 'bridge', 'x')]));
@@ -121,7 +122,7 @@ describe('RegistrationStage', () => {
     expect(since).toBeDefined();
 
     // Reload: cluster b added (mapped to another server, not yet sampled) and a's mapping untouched.
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [a, templated('b', 'lab', 'ws/other:{app}')] });
+    stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [a, templated('b', 'lab', 'ws/other:{app}')] });
     // Published at once, before any source sampled again: a is still there with its spell.
     expect(store.get().registration?.apps).toEqual([expect.objectContaining({ cluster: 'a', state: 'missing_other', unregisteredSinceSeconds: since })]);
     store.setRayCluster(ray('b', [app('z')]));
@@ -129,7 +130,7 @@ describe('RegistrationStage', () => {
     expect(store.get().registration?.apps.find((x) => x.cluster === 'a')?.unregisteredSinceSeconds).toBe(since);
 
     // Removing b drops b's apps and nothing else.
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [a] });
+    stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [a] });
     expect(store.get().registration?.apps.map((x) => x.cluster)).toEqual(['a']);
     expect(store.get().registration?.apps[0].unregisteredSinceSeconds).toBe(since);
     stage.stop();
@@ -137,7 +138,7 @@ describe('RegistrationStage', () => {
 
   it('a template answer is reused only while the connection workspace is the same, and only for apps Serve still lists', async () => {
     const { store, stage } = setup();
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public')] });
+    stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [templated('a', 'public')] });
     stage.start();
     store.setRayCluster(ray('a', [app('x'), app('y')]));
     store.setHyphaServer(hypha('public', [svc('ws', 'bridge', 'x')]));
@@ -159,7 +160,7 @@ describe('RegistrationStage', () => {
 
   it('without a Hypha server nothing is judged and the registration part is absent', async () => {
     const { store, stage } = setup();
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [templated('a', 'public')] });
+    stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [templated('a', 'public')] });
     stage.start();
     store.setRayCluster(ray('a', [app('x')]));
     store.setHyphaServer(hypha('public', []));

@@ -1,6 +1,7 @@
 // Issue 19 §4: a BioEngine worker that left the Hypha registry (a restart gives it a new client id;
 // the old id never returns) is a known removal: its series end at the registry event, not at the
 // next cross-check, so nothing of it stands in for the worker that replaced it.
+import { DEFAULT_PAGE_WAITS } from '../../src/registration/tracker';
 import { defaultClusterMapping } from '../../src/config/hypha-schema';
 import { RegistrationStage } from '../../src/registration/stage';
 import type { HyphaServerSample } from '../../src/snapshot/hypha';
@@ -25,7 +26,7 @@ describe('workers in the registration part', () => {
   function setup() {
     const store = new SnapshotStore();
     const stage = new RegistrationStage(store, { request: () => undefined }, memoryLogger().log);
-    stage.configure({ reconnectSettleMs: 90_000, clusters: [{ cluster: 'a', hypha: 'main', mapping: defaultClusterMapping('a') }] });
+    stage.configure({ reconnectSettleMs: 90_000, pageWaits: DEFAULT_PAGE_WAITS, clusters: [{ cluster: 'a', hypha: 'main', mapping: defaultClusterMapping('a') }] });
     stage.start();
     const workers = () => (store.get().registration?.workers ?? []).map((w) => [w.worker, w.rayCluster]);
     return { store, stage, workers };

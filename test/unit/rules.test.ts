@@ -12,6 +12,7 @@ import { main as genMain, MANIFEST_PATH, renderAll, renderPrometheusRule } from 
 import { ALERT_NAMES, compact, humanDuration, loadMixinConfig, MIXIN_CONFIG_PATH, renderPack, scaleDurations, withSelector } from '../../scripts/gen-rules';
 import { prometheusVersions } from '../harness/prometheus-versions';
 import { loadRules, metricNamesIn, metricNamesUsedByRules } from '../helpers/rule-metrics';
+import { CAUSE_TEXT } from '../../src/snapshot/registration';
 
 jest.setTimeout(180_000);
 
@@ -189,9 +190,10 @@ describe('the mixin generator', () => {
           exporter_selector: 'job="hse",namespace="monitoring"',
           runbook_url_template: 'https://wiki.example.org/runbooks/%s',
           bridge: '10m',
-          // The incident-1 wait is per cause (issue 19): an uncertain cause waits cause_waits.uncertain plus for:.
+          // Incident 2's wait is per cause (issue 19): an uncertain cause waits cause_waits.uncertain plus for:. Incident 1's
+          // waits are the exporter's (hypha_registration.page_waits, contract v0.4): its rule has for: and the bridge only.
           alerts: { HyphaServeAppRunningNotRegistered: { for: '1m', keep_firing_for: '2m' }, HyphaServiceProbeFailing: { severity: 'critical' } },
-          cause_waits: { HyphaServeAppRunningNotRegistered: { uncertain: '9m' } },
+          cause_waits: { HyphaServiceCachedProxyStale: { uncertain: '9m' } },
         }),
       );
       const out = path.join(dir, 'out');
@@ -209,14 +211,18 @@ describe('the mixin generator', () => {
       const reg = byName.get('HyphaServeAppRunningNotRegistered') as Record<string, unknown> & { annotations: Record<string, string> };
       expect(reg.for).toBe('1m');
       const rendered = doc.groups.flatMap((g) => g.rules).filter((r) => typeof r.record === 'string').map((r) => ({ name: r.record as string, expr: String(r.expr) }));
-      const regRule = expandedExpr({ expr: String(reg.expr) }, rendered);
+      const stale = byName.get('HyphaServiceCachedProxyStale') as Record<string, unknown>;
+      const staleRule = expandedExpr({ expr: String(stale.expr) }, rendered);
       // The uncertain cause wait (9m) and the bridge (10m) are in the recording rules the alert reads.
-      expect(regRule).toContain('[9m]');
-      expect(regRule).toContain('offset 9m');
+      expect(staleRule).toContain('[9m]');
+      expect(staleRule).toContain('offset 9m');
       expect(reg.keep_firing_for).toBe('2m');
-      expect(regRule).toContain('[10m]');
+      // Incident 1: the bridge in the alert itself (and in its annotations' one query each), no recorded level.
+      expect(String(reg.expr)).toContain('[10m]');
+      expect(String(reg.expr)).not.toMatch(/[a-z_]+:hypha_serve_[a-z0-9_]+:[a-z0-9_]+/);
+      expect(reg.annotations.cause).toContain('[10m]');
       expect(reg.annotations.runbook_url).toBe('https://wiki.example.org/runbooks/hyphaserveapprunningnotregistered');
-      expect(reg.annotations.description).toContain('for more than 10 minutes');
+      expect(reg.annotations.description).toContain('no cause reported in the last 10 minutes');
       expect((byName.get('HyphaServiceProbeFailing') as { labels: Record<string, string> }).labels.severity).toBe('critical');
       expect(String((byName.get('HyphaServeExporterDown') as Record<string, unknown>).expr)).toContain('up{job="hse",namespace="monitoring"}');
       // Every exporter metric selector carries the user's selector, in both files.
@@ -243,6 +249,8 @@ describe('the mixin generator', () => {
         [{ alerts: { HyphaServeSourceDown: { severity: 'page' } } }, 'alerts.HyphaServeSourceDown.severity'],
         [{ runbook_url_template: 'https://wiki.example.org/runbooks' }, 'runbook_url_template'],
         [{ exporter_selctor: 'job="x"' }, 'exporter_selctor'],
+        // Contract v0.4: the exporter decides incident 1's page; its waits moved to the exporter config.
+        [{ cause_waits: { HyphaServeAppRunningNotRegistered: { uncertain: '9m' } } }, 'hypha_registration.page_waits'],
       ];
       for (const [over, key] of cases) {
         const f = path.join(dir, 'bad.yml');
@@ -260,7 +268,8 @@ describe('the mixin generator', () => {
     expect(c.probe_window).toBe('18s');
     // A for: of 0s (the per-cause alerts) stays 0s; their waits are scaled like every duration.
     expect(c.alerts.HyphaServeAppRunningNotRegistered.for).toBe('0s');
-    expect(c.cause_waits.HyphaServeAppRunningNotRegistered).toEqual({ proven: '0s', uncertain: '30s' });
+    expect(c.cause_waits.HyphaServiceCachedProxyStale).toEqual({ proven: '0s', uncertain: '12s' });
+    expect(Object.keys(c.cause_waits)).toEqual(['HyphaServiceCachedProxyStale']);
     expect(c.alerts.HyphaServeSourceStale.for).toBe('12s');
     expect(scaleDurations(CONFIG, 1000, '5s').cause_waits.HyphaServiceCachedProxyStale.uncertain).toBe('5s');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hse-scaled-'));
@@ -403,7 +412,7 @@ describe('rule files', () => {
     for (const r of rules) {
       const text = [r.expr, ...Object.values(r.annotations)].join('\n');
       // v0.1 named the Ray cluster `cluster`: no rule matches on it or prints it as such.
-      expect({ rule: r.name, v01: /[{,]\s*cluster\s*[=!~]|\$labels\.cluster\b(?!\s+\$labels\.job)/.test(text.replace(/cluster=%q,/g, '')) }).toEqual({ rule: r.name, v01: false });
+      expect({ rule: r.name, v01: /[{,]\s*cluster\s*[=!~]|\$labels\.cluster\b(?!\s+\$labels\.job)/.test(text.replace(/cluster=%(\[\d+\])?q,/g, '')) }).toEqual({ rule: r.name, v01: false });
       expect({ rule: r.name, global: /(min|max) by \((cluster, )?job, instance\) \(hypha_serve_source_up/.test(r.expr) }).toEqual({ rule: r.name, global: false });
       // Every by/on list of a rule over exporter series starts with the topology labels (two installs never meet).
       for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g)) {
@@ -425,7 +434,7 @@ describe('rule files', () => {
     }
   });
 
-  test('each alert is a comparison of at most 3 lines over recorded series; no rule reads ALERTS', () => {
+  test('each alert is a comparison of at most 3 lines; no rule reads ALERTS', () => {
     for (const a of alerts) {
       expect({ alert: a.name, lines: a.expr.trim().split('\n').length <= 3 }).toEqual({ alert: a.name, lines: true });
     }
@@ -439,6 +448,27 @@ describe('rule files', () => {
       }
     }
     expect(queries.length).toBe(alerts.length);
+  });
+
+  // Contract v0.4: the exporter decides incident 1's page and the warning before it; the group adds only the max over
+  // the exporter replicas and the gap bridge, so vmalert (which reads a recorded series an evaluation after it is
+  // written) pages at the same evaluation as Prometheus.
+  test('every alert of the registration group reads no recorded level, bridges the exporter\'s decision, and its expr is at most 2 lines', () => {
+    const group = rules.filter((r) => r.group === 'hypha-serve-registration');
+    expect(group.map((r) => r.name).sort()).toEqual(['HyphaServeAppRunningNotRegistered', 'HyphaServeAppWillDeregisterAtZero']);
+    for (const a of group) {
+      expect(a.kind).toBe('alert');
+      const recorded = [a.expr, ...Object.values(a.annotations)].join('\n').match(/[a-z_]+:hypha_serve_[a-z0-9_]+:[a-z0-9_]+/g) ?? [];
+      expect({ alert: a.name, recorded }).toEqual({ alert: a.name, recorded: [] });
+      expect(a.expr.trim().split('\n').length).toBeLessThanOrEqual(2);
+      const decision = a.name === 'HyphaServeAppRunningNotRegistered' ? 'hypha_serve_app_running_not_registered_page' : 'hypha_serve_app_will_deregister_at_zero';
+      expect(a.expr).toContain(`last_over_time(${decision}{`);
+      expect(a.expr).toMatch(new RegExp(`max by \\(${escapeRe(CONFIG.topology_labels.join(', '))}, job, ray_cluster, app, hypha\\) \\(${decision}\\{`));
+    }
+    // No value encodings: the page's value is the decision (1), its text reads the cause_info series.
+    const page = group.find((a) => a.name === 'HyphaServeAppRunningNotRegistered');
+    for (const k of ['cause', 'description']) expect(page?.annotations[k]).toContain('hypha_serve_app_not_registered_cause_info{');
+    expect(Object.values(page?.annotations ?? {}).join(' ')).not.toContain('$value');
   });
 
   test('every :bool fact an alert pages on is bridged over gaps with last_over_time of the recorded series', () => {
@@ -458,8 +488,11 @@ describe('rule files', () => {
     // marker when the series leaves the result (app/vmalert/rule/recording.go, stringToLabels): a value with
     // "," or "=" sends the marker to another series, and the old series lingers (an extra cause on a page).
     const written = [...rules.flatMap((r) => [...r.expr.matchAll(/, "([a-zA-Z_]+)", "((?:[^"\\]|\\.)*)", "[a-zA-Z_]*", "/g)].map((m) => ({ rule: r.name, label: m[1], value: m[2] })))];
-    expect(written.filter((w) => w.label === 'reason').length).toBeGreaterThanOrEqual(8);
+    // The page's cause sentences are no longer written by a rule: they are the exporter's (the reason label of
+    // hypha_serve_app_not_registered_cause_info, from src/snapshot/registration.ts CAUSE_TEXT, which holds neither).
+    expect(written.length).toBeGreaterThanOrEqual(3);
     expect(written.filter((w) => /[,=]/.test(w.value))).toEqual([]);
+    expect(Object.values(CAUSE_TEXT).filter((t) => /[,=]/.test(t))).toEqual([]);
   });
 
 describe('promtool unit-test coverage', () => {
@@ -478,12 +511,14 @@ describe('promtool unit-test coverage', () => {
 
   // The benign look-alikes, each a negative case for the alert it could fool.
   const LOOK_ALIKES: [string, string][] = [
-    ['HyphaServeAppRunningNotRegistered', 'idle scale-to-zero app that stays registered does not page'],
-    ['HyphaServeAppRunningNotRegistered', 'Hypha down for 20 minutes - registration series absent - only HyphaServeSourceDown pages'],
-    ['HyphaServeAppRunningNotRegistered', 'Hypha outage and reconnect - apps absent while settling, then back - no page (a gap never causes one)'],
-    ['HyphaServeAppRunningNotRegistered', 'rolling update (DEPLOYING, then DELETING) reads not_running and never pages'],
-    ['HyphaServeAppRunningNotRegistered', 'registration flaps shorter than the grace do not page'],
-    ['HyphaServeAppRunningNotRegistered', 'two exporter replicas reporting the same fact page once, through a restart of either'],
+    // Contract v0.4: the look-alikes of incident 1 (idle at zero and registered, a rolling update, a flap shorter than
+    // the wait) are the exporter's to tell apart (test/unit/registration-*.test.ts); the rules' are the decision 0
+    // with a cause reported, a gap, and an HA pair.
+    ['HyphaServeAppRunningNotRegistered', 'the cause alone does not page - an unproven cause (gate unknown) fires when the exporter decides 1'],
+    ['HyphaServeAppRunningNotRegistered', 'never starts from a gap - the decision absent for 20 minutes (Hypha down) does not page'],
+    ['HyphaServeAppRunningNotRegistered', 'never starts from a gap - a gap right after the fix does not page again'],
+    ['HyphaServeAppRunningNotRegistered', 'two exporter replicas reporting the same decision page once, through a restart of either; a replica that left does not outvote a live 0'],
+    ['HyphaServeAppWillDeregisterAtZero', 'the exporter decides 0 (a fixed or unknown gate, min_replicas 1, not registered) - no warning, whatever the deployments'],
     ['HyphaServeWorkerAppRunningNotRegistered', 'worker RUNNING with the service registered (idle at zero or not) does not page'],
     ['HyphaServeWorkerAppRunningNotRegistered', 'Hypha down - registry series absent - the worker alert stays silent'],
     ['HyphaServeWorkerAppRunningNotRegistered', 'defect 3 - a healthy worker on cluster A is not paged for the same app name missing on cluster B'],
@@ -530,6 +565,8 @@ describe('metrics the rules read', () => {
     ]) expect(names).toContain(n);
     // Only ever seen inside a recorded name (ray_cluster_app:…:bool), so it must not be listed.
     expect(names).not.toContain('hypha_serve_app_running_not_registered');
+    // Contract v0.4: the exporter's decisions and the cause the page prints (an annotation query).
+    for (const n of ['hypha_serve_app_running_not_registered_page', 'hypha_serve_app_not_registered_cause_info', 'hypha_serve_app_will_deregister_at_zero']) expect(names).toContain(n);
   });
 
   test('metricNamesIn skips recorded series and finds names inside template strings', () => {
@@ -669,8 +706,8 @@ describe('mutations: the tests can fail', () => {
   const MUTATIONS: Mutation[] = [
     {
       what: 'defect 1: guard registration on every Hypha connection of the exporter (v0.1)',
-      from: `* on (${T}job, instance, hypha) group_left () (hypha_serve_source_up{${S}, source="hypha"} == 1)`,
-      to: `* on (${T}job, instance) group_left () min by (${T}job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"})`,
+      from: `max by (${T}job, ray_cluster, app, hypha) (hypha_serve_app_running_not_registered_page{${S}})`,
+      to: `max by (${T}job, ray_cluster, app, hypha) (hypha_serve_app_running_not_registered_page{${S}} * on (${T}job, instance) group_left () min by (${T}job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"}))`,
       testFile: 'registration.test.yml',
       failingTest: 'defect 1 - a failing watched-service source, a second Hypha server or another Ray cluster does not silence this app',
     },
@@ -682,9 +719,9 @@ describe('mutations: the tests can fail', () => {
       failingTest: "defect 1 - another watched service's source down does not silence this service's stale proxy",
     },
     {
-      what: 'defect 2: the expected service in the alert identity, no bridge (v0.1)',
-      from: 'ray_cluster_app:hypha_serve_app_running_not_registered:page == 1',
-      to: `(ray_cluster_app:hypha_serve_app_running_not_registered:bool * on (${T}job, instance, ray_cluster, app, hypha) group_left (service) hypha_serve_app_expected_service_info{${S}}) == 1`,
+      what: 'defect 2: the expected service in the alert identity (v0.1)',
+      from: `max by (${T}job, ray_cluster, app, hypha) (hypha_serve_app_running_not_registered_page{${S}})`,
+      to: `max by (${T}job, ray_cluster, app, hypha, service) (hypha_serve_app_running_not_registered_page{${S}} * on (${T}job, instance, ray_cluster, app, hypha) group_left (service) hypha_serve_app_not_registered_cause_info{${S}})`,
       testFile: 'registration.test.yml',
       failingTest: 'defect 2 - the expected client id changing during a worker restart neither resets nor splits the page',
     },
@@ -697,21 +734,21 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'defects 5 and 8: no bridge over gaps (v0.1)',
-      from: /\n\s+or\n\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
+      from: /\s+or\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
       to: '',
       testFile: 'registration.test.yml',
       failingTest: 'defect 8 - Ray failing one sample in three still pages on time',
     },
     {
       what: 'defect 5: no bridge over an exporter restart (v0.1)',
-      from: /\n\s+or\n\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
+      from: /\s+or\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
       to: '',
       testFile: 'registration.test.yml',
-      failingTest: 'defect 5 - a 1-minute exporter restart keeps a firing page and a pending one, and the cause becomes missing_history_unknown',
+      failingTest: 'defect 5 - a 1-minute exporter restart keeps a firing page and its cause',
     },
     {
       what: 'defect 8: no bridge for the Serve app status (v0.1)',
-      from: /\n\s+or\n\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
+      from: /\s+or\s+max by \([^)]*\) \(last_over_time\([a-z_:]+(\{[^}]*\})?\[5m\]\)\)/g,
       to: '',
       testFile: 'serve.test.yml',
       failingTest: 'defect 8 - Ray failing one sample in three, DEPLOY_FAILED turning UNHEALTHY - one page, on time',
@@ -732,45 +769,31 @@ describe('mutations: the tests can fail', () => {
     },
     {
       what: 'HA: keep instance in fact alerts',
-      from: new RegExp(`max by \\(${T}job, ray_cluster, app, hypha\\) \\((last_over_time\\()?ray_cluster_app:hypha_serve_app_running_not_registered:bool`, 'g'),
-      to: `max by (${T}job, instance, ray_cluster, app, hypha) ($1ray_cluster_app:hypha_serve_app_running_not_registered:bool`,
+      from: new RegExp(`max by \\(${T}job, ray_cluster, app, hypha\\) \\((last_over_time\\()?hypha_serve_app_running_not_registered_page`, 'g'),
+      to: `max by (${T}job, instance, ray_cluster, app, hypha) ($1hypha_serve_app_running_not_registered_page`,
       testFile: 'registration.test.yml',
-      failingTest: 'two exporter replicas reporting the same fact page once, through a restart of either',
+      failingTest: 'two exporter replicas reporting the same decision page once, through a restart of either; a replica that left does not outvote a live 0',
     },
     {
       what: 'HA: a dead replica held value outvotes a live one (bridge only)',
-      from: /(record: ray_cluster_app:hypha_serve_app_running_not_registered:bridged\n\s+expr: \|2\n)\s+max by \([^)]*\) \(ray_cluster_app:hypha_serve_app_running_not_registered:bool\)\n\s+or\n/,
-      to: '$1',
+      from: /\(max by \([^)]*\) \(hypha_serve_app_running_not_registered_page\{[^}]*\}\)\s+or /,
+      to: '(',
       testFile: 'registration.test.yml',
-      failingTest: 'two exporter replicas reporting the same fact page once, through a restart of either',
+      failingTest: 'two exporter replicas reporting the same decision page once, through a restart of either; a replica that left does not outvote a live 0',
     },
     {
-      what: 'shorten the registration grace (the uncertain cause wait) to 1m',
-      from: /(min_over_time\(ray_cluster_app:hypha_serve_app_running_not_registered:bridged)\[5m\]\)( == 1 and on \([^)]*\) last_over_time\(ray_cluster_app:hypha_serve_app_running_not_registered:bridged\[5m\]) offset 5m/,
-      to: '$1[1m])$2 offset 1m',
+      what: 'the bridge takes the highest value within it, not the last (a gap after a fix pages again)',
+      from: 'last_over_time(hypha_serve_app_running_not_registered_page',
+      to: 'max_over_time(hypha_serve_app_running_not_registered_page',
       testFile: 'registration.test.yml',
-      failingTest: 'registration flaps shorter than the grace do not page',
+      failingTest: 'never starts from a gap - a gap right after the fix does not page again',
     },
     {
-      what: 'issue 19: page a missing state at once without the exporter\'s proof (registration_stuck)',
-      from: `hypha_serve_app_registration_stuck{${S}}`,
-      to: `hypha_serve_app_registration_state{${S}, state=~"missing_.*"}`,
+      what: 'the cause annotation of every replica\'s last cause within the bridge, not the causes reported now',
+      from: /(cause: >-\n\s+\{\{range \$i, \$c := printf ")max by \(cause, reason, gate, proven, service\)\s+\(hypha_serve_app_not_registered_cause_info\{[^}]*\}\)\s+or on \(\)\s+max/,
+      to: '$1max',
       testFile: 'registration.test.yml',
-      failingTest: 'per-cause wait - a deploy whose replicas start within the registration cycle (stuck 0) waits the full wait and does not page',
-    },
-    {
-      what: 'issue 19: no latch, a page fired on the proof resolves when the cause changes',
-      from: 'max_over_time(ray_cluster_app:hypha_serve_app_registration_stuck:bridged[5m]) == 1',
-      to: 'ray_cluster_app:hypha_serve_app_registration_stuck:bridged == 1',
-      testFile: 'registration.test.yml',
-      failingTest: 'per-cause wait - a page fired on the proof stays through a cause change and a gap, and resolves at the fix',
-    },
-    {
-      what: 'issue 19: the uncertain wait without "already 1 at the window start" (a series that just appeared has held)',
-      from: / and on \([^)]*\) last_over_time\(ray_cluster_app:hypha_serve_app_running_not_registered:bridged\[5m\] offset 5m\) == 1/,
-      to: '',
-      testFile: 'registration.test.yml',
-      failingTest: 'defect 8 - Ray failing one sample in three still pages on time',
+      failingTest: 'defect 2 - the expected client id changing during a worker restart neither resets nor splits the page',
     },
     {
       what: 'issue 19: page any stale id at once, without the proof that its server id was replaced',
@@ -822,11 +845,11 @@ describe('mutations: the tests can fail', () => {
       failingTest: 'worker departed without a successor - its facts end at once, and a real fix resolves the page at the next evaluation although no worker answers',
     },
     {
-      what: 'issue 19: the zero-replica warning without the BioEngine-proxy registrant (plain Serve apps warned)',
-      from: new RegExp(`\\n\\s+\\* on \\(${T}job, instance, ray_cluster, app\\)\\n\\s+hypha_serve_app_bioengine_proxy\\{[^}]*\\}`),
-      to: '',
+      what: 'the zero-replica warning without its for: (one odd sample warns)',
+      from: /(alert: HyphaServeAppWillDeregisterAtZero\n(?:.*\n){3}\s+)for: 1m/,
+      to: '$1for: 0s',
       testFile: 'deregister-at-zero.test.yml',
-      failingTest: 'plain Serve app at min_replicas 0 whose registrant is unknown (no ProxyDeployment) - no warning',
+      failingTest: 'the exporter decides 1 (old gate, min_replicas 0) - warns after 1m, names the deployments at min_replicas 0, and stops when the decision goes 0',
     },
     {
       what: 'drop the worker_up guard of the worker view',

@@ -285,10 +285,10 @@ export class HyphaSource implements Source<HyphaHandover> {
             // Up but not telling (e.g. forbidden): the per-app series stay absent.
             error = fromHypha(e, 'get_app_status', secrets).message;
           }
-          return { ...base, clientId: status.clientId ?? base.clientId, up: true, apps, error, lastSuccessSeconds: Date.now() / 1000 };
+          return { ...base, clientId: status.clientId ?? base.clientId, up: true, apps, error, version: status.version, lastSuccessSeconds: Date.now() / 1000 };
         } catch (e) {
           const error = fromHypha(e, `worker ${worker}`, secrets).message;
-          return { ...base, error, lastSuccessSeconds: previous.get(worker)?.lastSuccessSeconds };
+          return { ...base, error, version: previous.get(worker)?.version, lastSuccessSeconds: previous.get(worker)?.lastSuccessSeconds };
         }
       }),
     );

@@ -2,9 +2,14 @@ import { serverIdKey } from '../../snapshot/handover';
 import type { DesiredSource, SourcePlanner } from '../plan';
 import { fingerprint } from '../fingerprint';
 import { SERVICE_SOURCE_KIND, WatchedServiceHandover, WatchedServiceSource } from './source';
+import type { WorkerHolders } from './worker-holders';
 
-/** One background source per watched service, on its Hypha server (default: the first configured). */
-export const planWatchedServices: SourcePlanner = (cfg, store, log, restart) => {
+/**
+ * One background source per watched service, on its Hypha server (default: the first configured). `workers`:
+ * the BioEngine workers each Hypha source discovered (served by the exporter), the services' holders when none
+ * is configured.
+ */
+export const watchedServicesPlanner = (workers?: WorkerHolders): SourcePlanner => (cfg, store, log, restart) => {
   const first = cfg.hypha;
   if (!first) return [];
   return cfg.watchedServices.map((w): DesiredSource<WatchedServiceHandover> => {
@@ -23,7 +28,7 @@ export const planWatchedServices: SourcePlanner = (cfg, store, log, restart) => 
           { name: hypha.name, options: { serverUrl: hypha.serverUrl, workspace: hypha.workspace, token: hypha.token } },
           store,
           log.child({ source: 'hypha_service', target: w.service }),
-          { handover, restart: { witness: restart?.witnesses.get(w.service), serverIds: restart?.serverIds.get(idKey) } },
+          { handover, restart: { witness: restart?.witnesses.get(w.service), serverIds: restart?.serverIds.get(idKey) }, workers },
         ),
       save: (h, into) => {
         if (h.watch.canary) into.witnesses.set(w.service, h.watch.canary);
@@ -32,3 +37,6 @@ export const planWatchedServices: SourcePlanner = (cfg, store, log, restart) => 
     };
   });
 };
+
+/** The planner without worker holders (a config's sources alone; the exporter gives its own WorkerHolders). */
+export const planWatchedServices: SourcePlanner = watchedServicesPlanner();

@@ -13,7 +13,8 @@ import { ServerIdWatch } from '../hypha/server-id';
 import { Poller, Source } from '../poller';
 import { readHeldClientId } from './holder-field';
 import { outcomeOf } from './outcome';
-import { CycleEvents, HolderReading, HolderSpec, Resolved, WatchHandover, WatchState } from './state';
+import { CycleEvents, HolderReading, HolderSpec, Resolved, SELF_HEALING_WITNESS_SECONDS, WatchHandover, WatchState } from './state';
+import { WorkerHolders, workerHoldersOf } from './worker-holders';
 
 /** Where the watched services are looked up: one Hypha server, as the exporter's identity there. */
 export interface WatchedServicesConnection {
@@ -40,6 +41,8 @@ export interface WatchedServiceHandover {
 export interface WatchedServiceStart {
   handover?: WatchedServiceHandover;
   restart?: { witness?: CanaryRecord; serverIds?: ServerIdFacts };
+  /** The BioEngine workers of its server, its holders when none is configured (served by the exporter); none when absent. */
+  workers?: WorkerHolders;
 }
 
 /** At most this many other live providers are tried when the first fresh call fails. */
@@ -69,14 +72,19 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
   #lastResolved: { clientId?: string; error?: string } = {};
   /** The server ids this connection saw: a stale id that is one the server replaced never returns. */
   readonly #serverIds: ServerIdWatch;
+  readonly #workers: WorkerHolders | undefined;
+  #unsubscribeWorkers: (() => void) | undefined;
+  /** Published at least once (a source that took a handover waits for its first cycle). */
+  #published = false;
 
   constructor(
     private readonly cfg: WatchedServiceConfig,
     private readonly conn: WatchedServicesConnection,
     private readonly store: SnapshotStore,
     private readonly log: Logger,
-    { handover, restart }: WatchedServiceStart = {},
+    { handover, restart, workers }: WatchedServiceStart = {},
   ) {
+    this.#workers = workers;
     // A source restarted by a reload continues its predecessor: health and counters,
     // histograms, and above all the witness (a reload is not evidence that clients recovered).
     this.#tookHandover = handover !== undefined;
@@ -90,6 +98,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     this.#serverIds = new ServerIdWatch(handover?.serverIds ?? restart?.serverIds);
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
     this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, handover?.watch, restart?.witness);
+    this.#state.setWorkers(this.#workerHolders());
     this.#client = new HyphaClient({
       ...conn.options,
       callTimeoutMs: cfg.timeoutMs,
@@ -119,11 +128,19 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     }
     this.#client.start();
     if (!this.#tookHandover) this.#publish();
+    // The workers change between cycles (the Hypha source asks them on its own interval): judged and shown at once,
+    // so `check` and the status page never read a self-healing verdict older than the workers they list.
+    this.#unsubscribeWorkers = this.#workers?.onChange?.(this.conn.name, () => {
+      if (this.#stopped) return;
+      this.#state.setWorkers(this.#workerHolders());
+      if (this.#published) this.#publish();
+    });
     this.#poller.start();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#unsubscribeWorkers?.();
     await this.#poller.stop();
     await this.#client.stop();
   }
@@ -197,13 +214,18 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
 
     // Publish what the registry says before probing: a stale id shows now, not
     // after the cached-path probe has run into its timeout.
+    this.#state.setWorkers(this.#workerHolders());
     const ev = this.#state.applyRegistry({ nowSeconds, providers, resolved });
     if (ev.providersChanged) {
       this.log.info({ service: this.cfg.service, from: ev.providersChanged.from, to: ev.providersChanged.to }, 'providers of the watched service changed');
     }
     if (ev.canaryBecameStale) {
-      this.log.warn({ service: this.cfg.service, cached: this.#state.canary?.clientId, providers, holders: this.cfg.holders.length },
-        'canary proxy is stale: its client id is no longer among the live providers; it is kept as the witness for long-lived clients');
+      const workers = this.#state.workers.map((w) => `${w.holder} ${w.version ?? '?'} ${w.recovery}`);
+      this.log.warn({ service: this.cfg.service, cached: this.#state.canary?.clientId, providers, holders: this.cfg.holders.length, workers },
+        this.#state.witnessSelfHealing
+          ? 'canary proxy is stale: its client id is no longer among the live providers; every holder is a BioEngine worker that re-resolves'
+            + ' by itself, so the witness is self-healing and ends by itself'
+          : 'canary proxy is stale: its client id is no longer among the live providers; it is kept as the witness for long-lived clients');
     }
     this.#logRelease(ev);
     // The cycle's duration is known only after the probes; until then the previous one stands.
@@ -293,6 +315,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
       holders_agree: 'every configured holder reports a live id (and its probe succeeded)',
       max_age: 'canary.witness_max has passed; long-lived clients may still be stuck',
       operator: 'its client id is listed in canary.released_client_ids',
+      self_healing: 'every holder is a BioEngine worker that re-resolves by itself (0.16.30 or later) and canary.self_healing_release has passed',
     };
     this.log.warn({ service: this.cfg.service, reason: r.reason, from: r.from, to: r.to }, `witness released: ${why[r.reason]}`);
   }
@@ -378,6 +401,12 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     return [this.conn.options.token];
   }
 
+  /** The discovered BioEngine workers of this service's server, unless holders are configured (a configured list wins). */
+  #workerHolders() {
+    if (this.cfg.holders.length > 0 || !this.#workers || !this.cfg.canary.enabled) return [];
+    return workerHoldersOf(this.#workers, this.conn.name, this.cfg.service);
+  }
+
   #publish(): void {
     if (this.#stopped) return;
     const up = this.#book.up;
@@ -403,7 +432,11 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
       witnessMaxSeconds: this.cfg.canary.witnessMaxMs === undefined ? undefined : this.cfg.canary.witnessMaxMs / 1000,
       witnessReleasesTotal: st.releasesTotal,
       holderProbes: st.holderProbes,
+      workerHolders: st.workers,
+      selfHealingReleaseSeconds: (this.cfg.canary.selfHealingReleaseMs ?? SELF_HEALING_WITNESS_SECONDS * 1000) / 1000,
     };
+    if (this.cfg.canary.enabled) sample.witnessSelfHealing = st.witnessSelfHealing;
+    this.#published = true;
     this.store.setService(this.cfg.service, sample);
   }
 }

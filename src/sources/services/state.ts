@@ -12,6 +12,7 @@ import {
   ProbeResult,
   ProbeVia,
   WitnessReleaseReason,
+  WorkerHolder,
 } from '../../snapshot/services';
 
 // The bookkeeping of one watched service across cycles, free of I/O and of
@@ -27,6 +28,19 @@ import {
 //    Only then does it take this cycle's fresh resolution; repairing the
 //    exporter's own handle is never reason enough, because that would "resolve"
 //    a page while workers stay stuck.
+//  - one exception, from evidence too: when the clients it stands for are all
+//    BioEngine workers that re-resolve by themselves (0.16.30 or later, no
+//    holders configured), the witness is self-healing and ends by itself once it
+//    has been so for SELF_HEALING_WITNESS_SECONDS.
+
+/**
+ * How long a self-healing witness is kept (canary.self_healing_release by default). A worker from 0.16.30
+ * re-resolves its artifact-manager proxy at its next call after the re-registration (that one call fails), so
+ * nothing stays bound to the old id and the witness stands for no stuck client. It is not released at once:
+ * 5 minutes is long enough for an operator to see the warning it raises (HyphaServiceCachedProxySelfHealing),
+ * and for a flap to show again (a second re-registration, or an older worker appearing, resets the count).
+ */
+export const SELF_HEALING_WITNESS_SECONDS = 300;
 
 /** A resolution: the full id "ws/client:svc" and its client id. */
 export interface Resolved {
@@ -56,6 +70,8 @@ export interface CanaryOptions {
   witnessMaxMs?: number;
   /** Bare client ids an operator released. */
   releasedClientIds?: readonly string[];
+  /** How long a self-healing witness is kept; undefined = SELF_HEALING_WITNESS_SECONDS. */
+  selfHealingReleaseMs?: number;
 }
 
 /** What the registry said this cycle. */
@@ -115,6 +131,8 @@ export interface WatchHandover {
   lastProbes: Partial<Record<ProbeVia, ProbeResult>>;
   holders: HeldId[];
   holderProbes: HolderProbeResult[];
+  /** Start of the witness's current self-healing spell (absent in handovers of older versions: it starts again). */
+  selfHealingSinceSeconds?: number;
 }
 
 function key(method: string, via: CallVia, outcome: string, holder = ''): string {
@@ -143,6 +161,10 @@ export class WatchState {
   readonly #calls = new Map<string, CallSeries>();
   readonly #lastProbes: Partial<Record<ProbeVia, ProbeResult>> = {};
   readonly #canaryOpts: CanaryOptions;
+  /** The BioEngine workers that hold the service by default (none while holders are configured). */
+  #workers: WorkerHolder[] = [];
+  /** Since when the witness has been self-healing without a break (its release is counted from here). */
+  #selfHealingSince: number | undefined;
 
   constructor(
     canary: CanaryOptions,
@@ -183,6 +205,7 @@ export class WatchState {
       const spec = this.holderSpecs.find((h) => h.name === p.holder);
       if (spec?.probeMethod === p.method) this.#holderProbes.set(p.holder, p);
     }
+    if (this.#canary?.staleSinceSeconds !== undefined) this.#selfHealingSince = handover.selfHealingSinceSeconds;
   }
 
   get canary(): Canary | undefined {
@@ -207,7 +230,31 @@ export class WatchState {
       lastProbes: this.lastProbes,
       holders,
       holderProbes: this.holderProbes,
+      ...(this.#selfHealingSince !== undefined ? { selfHealingSinceSeconds: this.#selfHealingSince } : {}),
     };
+  }
+
+  /**
+   * The BioEngine workers that hold the service by default, with their recovery (the source passes none while
+   * holders are configured: a configured list wins). A set that is not all self-healing ends the spell at once.
+   */
+  setWorkers(workers: readonly WorkerHolder[]): void {
+    this.#workers = [...workers];
+    if (!this.witnessSelfHealing) this.#selfHealingSince = undefined;
+  }
+
+  get workers(): WorkerHolder[] {
+    return [...this.#workers];
+  }
+
+  /**
+   * The canary is the witness and every holder the exporter knows re-resolves by itself: at least one worker
+   * holder, all self_healing, and no configured holder (the exporter cannot tell how those recover). An older
+   * or unknown worker among them keeps the witness as it is.
+   */
+  get witnessSelfHealing(): boolean {
+    return this.#canary?.staleSinceSeconds !== undefined && this.holderSpecs.length === 0 && this.#workers.length > 0
+      && this.#workers.every((w) => w.recovery === 'self_healing');
   }
 
   /** Takes the first resolution as the canary ("resolved at start", as a worker does). */
@@ -253,9 +300,16 @@ export class WatchState {
       const w = this.#canary;
       if (stale === true && w?.staleSinceSeconds !== undefined) {
         const max = this.#canaryOpts.witnessMaxMs;
+        const selfHealing = this.witnessSelfHealing;
+        if (selfHealing) this.#selfHealingSince ??= now;
+        const healedFor = this.#selfHealingSince === undefined ? undefined : now - this.#selfHealingSince;
+        const bound = this.#canaryOpts.selfHealingReleaseMs ?? SELF_HEALING_WITNESS_SECONDS * 1000;
         if (this.#canaryOpts.releasedClientIds?.includes(w.clientId)) this.#release('operator', now, ev);
+        else if (selfHealing && healedFor !== undefined && healedFor * 1000 >= bound) this.#release('self_healing', now, ev);
         else if (max !== undefined && (now - w.staleSinceSeconds) * 1000 >= max) this.#release('max_age', now, ev);
       }
+      // Not the witness any more (its id returned): a later one starts its own spell.
+      if (this.#canary?.staleSinceSeconds === undefined) this.#selfHealingSince = undefined;
     }
     for (const h of this.#holders) this.#updateHolderStale(h, now);
     return ev;
@@ -325,6 +379,7 @@ export class WatchState {
     if (!w || !next) return;
     this.#count(reason);
     this.#reresolvesTotal += 1;
+    this.#selfHealingSince = undefined;
     ev.witnessReleased = { reason, from: w.fullId, to: next.fullId };
     const c: Canary = { ...next, sinceSeconds: now };
     // The fresh resolution may itself not be listed (a race): judged like any id, it starts a new witness.

@@ -242,6 +242,12 @@ export function statusPageClient(win: Window): void {
           : r.state.startsWith('missing') ? 'critical' : r.state === 'not_running' ? 'warning' : 'unknown';
         const regCell = td('Registration', badge(r.state, sev), el('div', 'why', r.cause));
         if (r.client_id) addTo(regCell, el('div', 'why', 'client ', mono(r.client_id), r.client_id_mismatch ? ' (not the expected client id)' : ''));
+        const gate = r.bioengine_gate;
+        if (gate) {
+          const from = gate.source === 'evidence' ? 'seen' : gate.version !== undefined ? `BioEngine ${gate.version}` : 'worker version unknown';
+          addTo(regCell, el('div', 'why', 'gate ', mono(gate.gate), ` (${from})`));
+          search.push(gate.gate, gate.version);
+        }
         // Which server: with several Hypha servers the same service id can be expected on either.
         const service = r.hypha === undefined
           ? td('Hypha service', mono(r.expected_service_id))
@@ -319,6 +325,13 @@ export function statusPageClient(win: Window): void {
           c.stale_since !== undefined ? el('span', 'why', ' since ') : null, c.stale_since !== undefined ? timeEl(c.stale_since) : null,
           c.error ? el('div', 'why', c.error) : null));
       }
+      // The BioEngine workers that hold the service by default, with the version and how each recovers.
+      if (w.witness_self_healing === true) cached.appendChild(el('li', undefined, badge('self-healing witness', 'warning')));
+      for (const h of w.worker_holders ?? []) {
+        cached.appendChild(el('li', undefined, el('span', 'why', 'worker '), mono(h.holder), ' ',
+          el('span', 'why', h.version === null ? 'version unknown ' : `BioEngine ${h.version} `),
+          badge(h.recovery.replace('_', ' '), h.recovery === 'self_healing' ? 'ok' : h.recovery === 'stays_stale' ? 'critical' : 'unknown')));
+      }
       const probes = el('ul', 'plain');
       for (const p of w.probes) {
         probes.appendChild(el('li', undefined, el('strong', undefined, p.via), ' ',
@@ -330,10 +343,11 @@ export function statusPageClient(win: Window): void {
       const status = td('Service', el('strong', undefined, mono(w.service)));
       if (w.problems.length > 0) addTo(status, el('div', 'why', w.problems.join('; ')));
       return row(w.severity, [w.service, w.severity, ...w.problems, ...w.provider_client_ids, w.resolved_client_id,
-        ...w.cached.map((c) => `${c.holder} ${c.client_id ?? ''} ${c.stale ? 'stale' : ''}`)],
+        ...w.cached.map((c) => `${c.holder} ${c.client_id ?? ''} ${c.stale ? 'stale' : ''}`),
+        ...(w.worker_holders ?? []).map((h) => `${h.holder} ${h.version ?? ''} ${h.recovery}`)],
         status, td('Providers', providers, ids),
         td('Resolved client id', w.resolved_client_id === null ? el('span', 'muted', 'unresolved') : mono(w.resolved_client_id)),
-        td('Cached client id per holder', w.cached.length ? cached : el('span', 'muted', 'none')), td('Last change', timeEl(w.last_change_at)),
+        td('Cached client id per holder', cached.childNodes.length ? cached : el('span', 'muted', 'none')), td('Last change', timeEl(w.last_change_at)),
         td('Probe latency (cached vs fresh)', w.probes.length ? probes : el('span', 'muted', 'no probe yet')));
     });
     body.appendChild(table(
