@@ -86,19 +86,10 @@ export function bridge(c: MixinConfig, series: string, id: readonly string[]): s
 // makes the derived fact absent (unknown) instead of 0 (a claim that all is well). In parentheses:
 // `x * on (...) group_left () up == 1` would compare the product (`*` binds tighter than `==`).
 export const RAY_UP = `(${m('hypha_serve_source_up')}{source="ray"} == 1)`;
-export const HYPHA_UP = `(${m('hypha_serve_source_up')}{source="hypha"} == 1)`;
 export const SERVICE_UP = `(${m('hypha_serve_source_up')}{source="hypha_service"} == 1)`;
 /** The watched service's source was up at least once within `range`: a blip does not reset what it guards. */
 export const serviceUpWithin = (range: string) =>
   `(max_over_time(${m('hypha_serve_source_up')}{source="hypha_service"}[${range}]) == 1)`;
-
-/** Both sources an app's registration fact derives from are sampled: its Ray cluster and its Hypha server. */
-export function registrationGuards(l: Labels): string {
-  return [
-    `* on (${l.of('instance', 'ray_cluster')}) group_left () ${RAY_UP}`,
-    `* on (${l.of('instance', 'hypha')}) group_left () ${HYPHA_UP}`,
-  ].join('\n');
-}
 
 /**
  * 1 = no Serve proxy of the cluster is ready: every probed proxy unready, or Ray lists no proxy at

@@ -17,7 +17,7 @@ const CAUSE_LABELS = 'cause, reason, gate, proven, service';
  * An exporter decision (0/1 per app) over the exporter replicas and bridged, compared with 1: what any
  * replica decides now (max), else in a gap the last value within the bridge. Two lines.
  */
-function decided(c: MixinConfig, family: FamilyName): string {
+export function decided(c: MixinConfig, family: FamilyName): string {
   const by = labels(c).of(...ID.app);
   return `(max by (${by}) (${m(family)})\n  or max by (${by}) (last_over_time(${m(family)}[${c.bridge}]))) == 1\n`;
 }

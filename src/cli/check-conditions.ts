@@ -37,7 +37,8 @@ function pageText(p: PageDecision | undefined): string {
 function gateText(g: GateKnowledge): string {
   const from = g.source === 'evidence' ? 'seen' : g.version !== undefined ? `worker reports BioEngine ${g.version}` : 'worker version unknown';
   switch (g.gate) {
-    case 'deregisters_at_zero': return `proxy deregisters at zero (BioEngine up to ${GATE_FIX.lastWithout}, ${from}; upgrade to ${FIRST_RELEASE_WITH_FIXES} or later)`;
+    case 'deregisters_at_zero':
+      return `proxy deregisters at zero (BioEngine up to ${GATE_FIX.lastWithout}, ${from}; upgrade to ${FIRST_RELEASE_WITH_FIXES} or later)`;
     case 'serviceable_at_zero': return `proxy keeps an app idle at zero registered (BioEngine ${GATE_FIX.firstWith} or later, ${from})`;
     case 'unknown': return `proxy gate unknown (${from})`;
   }
@@ -90,7 +91,8 @@ export function alertConditions(s: Snapshot): AlertCondition[] {
     if (state === undefined || a.workerPage?.sinceSeconds === undefined || appPaged.has(`${a.cluster}\u0000${a.app}`)) continue;
     out.push({
       alert: 'HyphaServeWorkerAppRunningNotRegistered', severity: 'critical', subject: `${a.cluster}/${a.app}`, rayCluster: a.cluster, app: a.app,
-      text: `worker ${(a.claimingWorkers ?? []).join(', ') || '(none answers now; its last word stands)'} reports it RUNNING while ${a.service} is not registered `
+      text: `worker ${(a.claimingWorkers ?? []).join(', ') || '(none answers now; its last word stands)'} reports it RUNNING `
+        + `while ${a.service} is not registered `
         + `(cause ${state}; Ray status ${s.ray.get(a.cluster)?.state?.apps.find((x) => x.name === a.app)?.status ?? 'unknown'}); ${pageText(a.workerPage)}`,
     });
   }

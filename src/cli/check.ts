@@ -201,12 +201,14 @@ export function renderText(r: CheckResultV1, seconds: number): string {
     if (reg.missing_since !== undefined) lines.push(`    missing since:     ${iso(reg.missing_since)}`);
     if (reg.bioengine_gate) {
       const g = reg.bioengine_gate;
-      const from = g.source === 'evidence' ? 'seen doing so' : g.version !== undefined ? `worker ${g.worker ?? '?'} reports BioEngine ${g.version}` : 'worker version not known';
+      const from = g.source === 'evidence' ? 'seen doing so'
+        : g.version !== undefined ? `worker ${g.worker ?? '?'} reports BioEngine ${g.version}` : 'worker version not known';
       lines.push(`    BioEngine gate:    ${g.gate} (${from})`);
     }
     if (reg.page) {
       const p = reg.page;
-      lines.push(`    page:              ${p.firing ? `FIRING${p.due !== undefined ? ` since ${iso(p.due)}` : ''}` : `fires at ${p.due !== undefined ? iso(p.due) : '?'} unless it registers first`}`);
+      const due = p.due !== undefined ? iso(p.due) : '?';
+      lines.push(`    page:              ${p.firing ? `FIRING since ${due}` : `fires at ${due} unless it registers first`}`);
     }
     if (a.worker_view) {
       lines.push(`    worker says:       ${a.worker_view.app_status ?? '?'} (${a.worker_view.worker}${a.worker_view.worker_up ? '' : ', not answering'})`);

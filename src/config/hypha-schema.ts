@@ -84,8 +84,10 @@ const pageWaitsShape = Object.fromEntries(MISSING_STATES.map((s) => [s, duration
 
 export const pageWaitsSchema = z.strictObject({
   proven: durationOrZero.default('0s').describe('Wait when the exporter proves the cause final (a BioEngine app on the old gate idle at zero).'),
-  uncertain: durationOrZero.default('5m').describe('Wait of every other cause: longer than BioEngine recovers by itself (hypha-rpc reconnect backoff up to 66 s).'),
-  worker: durationOrZero.default('5m').describe('Wait before HyphaServeWorkerAppRunningNotRegistered fires: a worker says RUNNING while the registry has nothing.'),
+  uncertain: durationOrZero.default('5m')
+    .describe('Wait of every other cause: longer than BioEngine recovers by itself (hypha-rpc reconnect backoff up to 66 s).'),
+  worker: durationOrZero.default('5m')
+    .describe('Wait before HyphaServeWorkerAppRunningNotRegistered fires: a worker says RUNNING while the registry has nothing.'),
   ...pageWaitsShape,
 }).superRefine((w, ctx) => {
   const floor = durationMs(MIN_UNCERTAIN_WAIT);

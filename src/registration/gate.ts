@@ -1,6 +1,6 @@
 import type { ServeApp } from '../snapshot/types';
-import { BIOENGINE_GATES, BioEngineGate, GateKnowledge } from '../snapshot/registration';
-import { gatedDeployments, runningReplicas, serviceable, SERVICEABLE_DEPLOYMENT_STATUSES } from '../serve/judgement';
+import type { GateKnowledge } from '../snapshot/registration';
+import { gatedDeployments, runningReplicas, SERVICEABLE_DEPLOYMENT_STATUSES } from '../serve/judgement';
 import { gateOfVersion } from '../util/bioengine-release';
 
 // Which registration gate a BioEngine app's ProxyDeployment runs. Releases up to the gate fix
@@ -11,9 +11,6 @@ import { gateOfVersion } from '../util/bioengine-release';
 // The proxy runs the code of the worker that deployed it: the gate follows that worker's version
 // (get_status().bioengine_version of deployed_by_worker_client_id), and what the app was seen doing
 // outranks the version.
-
-export { BIOENGINE_GATES };
-export type { BioEngineGate };
 
 /**
  * Longer than the old gate takes to deregister an app whose sibling reached zero (its check_health
@@ -26,12 +23,6 @@ export const GATE_EVIDENCE_SECONDS = 30;
 /** Gated deployments at zero RUNNING replicas whose status Serve calls serviceable (idle, not crashed). */
 export function idleServiceable(app: ServeApp): boolean {
   return gatedDeployments(app).some((d) => runningReplicas(d) === 0 && SERVICEABLE_DEPLOYMENT_STATUSES.includes(d.status));
-}
-
-/** Every gated deployment serviceable: the fixed gate is open. */
-export function fixedGateOpen(app: ServeApp): boolean {
-  const gated = gatedDeployments(app);
-  return gated.length > 0 && gated.every(serviceable);
 }
 
 /** What is known of an app's gate: evidence first, then the deploying worker's version, else unknown. */

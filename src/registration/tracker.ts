@@ -2,7 +2,9 @@ import type { ServeApp, ServeDeployment } from '../snapshot/types';
 import { appStatusClass, BIOENGINE_PROXY_DEPLOYMENT, crashedDeployments, FAILED_STATUSES, gatedDeployments, idleDeployments } from '../serve/judgement';
 import type { ServiceInfo } from '../snapshot/hypha';
 import type { ExpectedService } from './expected';
-import { AppRegistration, GateKnowledge, isMissing, MissingState, PageDecision, RegistrationHistory, RegistrationState, WorkerReport } from '../snapshot/registration';
+import {
+  AppRegistration, GateKnowledge, isMissing, MissingState, PageDecision, RegistrationHistory, RegistrationState, WorkerReport,
+} from '../snapshot/registration';
 import { registrationKey } from '../snapshot/handover';
 import type { PageWaits } from '../config/hypha-schema';
 import { GATE_EVIDENCE_SECONDS, gateKnowledge, idleServiceable } from './gate';
@@ -156,7 +158,9 @@ export const DEFAULT_PAGE_WAITS: PageWaits = {
  * holds until the spell ends (registered, or no longer RUNNING), whatever the cause becomes, so a
  * cause that moves while the condition holds neither restarts nor ends it.
  */
-export function decidePage(h: RegistrationHistory, runningMissing: boolean, state: RegistrationState, proven: boolean, spellStart: number, nowSeconds: number, waits: PageWaits): PageDecision {
+export function decidePage(
+  h: RegistrationHistory, runningMissing: boolean, state: RegistrationState, proven: boolean, spellStart: number, nowSeconds: number, waits: PageWaits,
+): PageDecision {
   if (!runningMissing || !isMissing(state)) {
     h.pageSpellSeconds = undefined;
     h.provenInSpell = undefined;
@@ -204,7 +208,9 @@ function decideWorkerPage(h: RegistrationHistory, missing: boolean, report: Work
  * zero (missing_scaled_to_zero, within that time of the zero): the old gate. A redeploy starts a new
  * history, so evidence never outlives the proxy code it was seen on.
  */
-function observeGate(h: RegistrationHistory, app: ServeApp, registered: boolean, lostAt: number | undefined, state: RegistrationState, nowSeconds: number): void {
+function observeGate(
+  h: RegistrationHistory, app: ServeApp, registered: boolean, lostAt: number | undefined, state: RegistrationState, nowSeconds: number,
+): void {
   if (idleServiceable(app)) h.zeroSinceSeconds ??= nowSeconds;
   else h.zeroSinceSeconds = undefined;
   const zero = h.zeroSinceSeconds;

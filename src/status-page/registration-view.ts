@@ -120,8 +120,9 @@ export function registrationView(s: Snapshot): RegistrationView {
       const out: string[] = [];
       if (r.state !== 'registered' && r.state !== 'unknown') out.push(`registration ${r.state}: ${registration.cause}`);
       if (r.state === 'registered' && r.clientIdMismatch) out.push(`registered under another client id (${r.clientId ?? '?'})`);
-      if (r.page?.firing) out.push(`HyphaServeAppRunningNotRegistered fires${r.page.dueSeconds !== undefined ? ` since ${isoSeconds(r.page.dueSeconds)}` : ''}`);
-      else if (r.page?.dueSeconds !== undefined) out.push(`HyphaServeAppRunningNotRegistered fires at ${isoSeconds(r.page.dueSeconds)} unless it registers first`);
+      const due = r.page?.dueSeconds !== undefined ? isoSeconds(r.page.dueSeconds) : undefined;
+      if (r.page?.firing) out.push(`HyphaServeAppRunningNotRegistered fires${due !== undefined ? ` since ${due}` : ''}`);
+      else if (due !== undefined) out.push(`HyphaServeAppRunningNotRegistered fires at ${due} unless it registers first`);
       if (r.deregistersAtZero) {
         // The warning HyphaServeAppWillDeregisterAtZero, on the page: before the incident, not during it.
         const vanishing = app.deployments.filter((d) => d.autoscaling && d.minReplicas === 0).map((d) => d.name);
@@ -143,7 +144,9 @@ export function registrationView(s: Snapshot): RegistrationView {
 }
 
 function gateV1(g: GateKnowledge): BioEngineGateV1 {
-  return { gate: g.gate, source: g.source, ...(g.version !== undefined ? { version: g.version } : {}), ...(g.worker !== undefined ? { worker: g.worker } : {}) };
+  return {
+    gate: g.gate, source: g.source, ...(g.version !== undefined ? { version: g.version } : {}), ...(g.worker !== undefined ? { worker: g.worker } : {}),
+  };
 }
 
 function pageV1(p: PageDecision): PageV1 {

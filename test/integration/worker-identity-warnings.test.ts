@@ -30,7 +30,8 @@ const ONE = 'be-one';
 const PLAIN = 'two-step';
 const WORKER_ALERT = 'HyphaServeWorkerAppRunningNotRegistered';
 const WARNING = 'HyphaServeAppWillDeregisterAtZero';
-const FACT = 'ray_cluster_app:hypha_serve_app_deregisters_at_zero:bool';
+/** The exporter's decision the warning reads (metric contract v0.4). */
+const FACT = 'hypha_serve_app_will_deregister_at_zero';
 
 describe('warning before incident 1a, and a worker page that keeps its identity (real stack)', () => {
   let ray: RayCluster;
@@ -71,6 +72,8 @@ describe('warning before incident 1a, and a worker page that keeps its identity 
       'watched_services: []',
       'hypha_registration:',
       '  workers: {interval: 1s}',
+      // The exporter's waits, divided like the rules' for: (the test override), at their minimum.
+      '  page_waits: {uncertain: 30s, worker: 30s}',
       '  clusters:',
       '    - cluster: local',
       `      templates: [{service: "{workspace}/plain:{app}", include: "^${PLAIN}$"}]`,
@@ -161,7 +164,7 @@ describe('warning before incident 1a, and a worker page that keeps its identity 
     expect(after.activeAt).toBe(firing.activeAt);
     expect(after.state).toBe('firing');
     expect(seen.filter((x) => x !== `firing@${firing.activeAt}`)).toEqual([]);
-    expect((await prom.vector(`ray_cluster_app_worker:hypha_serve_worker_app_running_not_registered:bool{job="${JOB}",worker="${oldId}"}`))).toEqual([]);
+    expect((await prom.vector(`hypha_serve_worker_app_status{job="${JOB}",worker="${oldId}"}`))).toEqual([]);
 
     // The real fix: wake Model through a DeploymentHandle; the proxy registers again at its next health check.
     await callViaDeploymentHandle(ray.dashboardUrl, ZERO);

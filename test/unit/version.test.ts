@@ -74,7 +74,7 @@ describe('version', () => {
     expect(body).toContain('source="hypha_service"');
     // Every recording rule whose first level is ray_cluster* is either renamed (listed with its old name)
     // or new in 0.2.0; the renamed ones keep the rest of their name.
-    for (const old of ['cluster_app:hypha_serve_app_running_not_registered:bool', 'cluster:hypha_serve_proxy_ready:sum',
+    for (const old of ['cluster:hypha_serve_proxy_ready:sum',
       'cluster:hypha_serve_deployment_scaled_to_zero:sum', 'cluster_app_deployment:hypha_serve_deployment_replicas:target_minus_running']) {
       expect(body).toContain(`| \`${old}\` | \`ray_${old}\``);
       // Recorded in recording.yml (dashboards) or in the alert group that reads it (alerts.yml, since 0.3.0).
