@@ -10,7 +10,7 @@ import { waitFor } from '../test/harness/proc';
 import { prometheusVersions } from '../test/harness/prometheus-versions';
 import { AlertPath, pagesSince, stackAlertPath, startAlertPath, startEngineAlertPath, waitForPage } from '../test/helpers/e2e';
 import { engineListed } from '../test/harness/engines';
-import { BIOENGINE_PREFIX, bioengineApp, bioengineServiceIds } from '../test/helpers/bioengine-apps';
+import { bioengineServiceIds, lineApp, ReleaseLine, RELEASE_LINES, startReleaseWorkers } from '../test/helpers/bioengine-apps';
 
 const SHIPPED = { sampleInterval: '15s', sampleTimeout: '5s', scrapeInterval: '15s', evaluationInterval: '15s' } as const;
 const WS = 'ws-user-root';
@@ -37,9 +37,11 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
     forDivisor: 1,
     ...SHIPPED,
     hyphaServerId: 'bench-fixed',
-    exporterExtraConfig: `hypha_registration:\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`,
     log,
   });
+  // One BioEngine worker per release line (stand-ins, discovered): 0.16.1 for the incidents, a fixed release for the look-alike.
+  const workers = await startReleaseWorkers(stack.hypha.url, stack.hypha.rootToken);
+  workers.report([{ app: 'be-idle', line: 'old' }, { app: 'be-cold', line: 'old' }, { app: 'be-fixed0', line: 'fixed' }]);
   const paths: AlertPath[] = [stackAlertPath(stack)];
   const results: ShippedResult[] = [];
   try {
@@ -59,7 +61,7 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
     }
     log(`[bench] shipped rules on ${paths.map((p) => p.label).join(', ')}`);
     const registered = async (app: string) => {
-      const id = bioengineServiceIds(WS, BIOENGINE_PREFIX, app).ws.split('/')[1];
+      const id = bioengineServiceIds(WS, RELEASE_LINES.old.worker, app).ws.split('/')[1];
       const r = await fetch(`${stack.hypha.url}/${WS}/services/${id}`, { headers: { Authorization: `Bearer ${stack.hypha.rootToken}` } });
       return r.status === 200;
     };
@@ -68,14 +70,14 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
       const j = (await r.json()) as { applications?: Record<string, { status?: string }> };
       return j.applications?.[app]?.status === 'RUNNING';
     };
-    const app = (name: string, behaviour: 'upstream' | 'fixed', initialReplicas: number | null) =>
-      bioengineApp({ name, behaviour, hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas, rtc: false });
+    const app = (name: string, line: ReleaseLine, initialReplicas: number | null) =>
+      lineApp(line, { name, hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas, rtc: false });
 
     // 1a: one replica at start, the 0.16.1 proxy registers, the Model idles to zero after its
     // downscale delay and the proxy deregisters. 1b: deployed cold (no replica ever), never
     // registered. Look-alike: the same cold app with a proxy that keeps it registered.
     const t0 = Date.now();
-    await stack.ray.deploy({ applications: [app('be-idle', 'upstream', 1), app('be-cold', 'upstream', null), app('be-fixed0', 'fixed', null)] });
+    await stack.ray.deploy({ applications: [app('be-idle', 'old', 1), app('be-cold', 'old', null), app('be-fixed0', 'fixed', null)] });
     const fault1b = await observed('be-cold RUNNING in Ray', () => running('be-cold'), 300_000);
     await waitFor('be-idle registered', () => registered('be-idle'), 300_000, POLL_MS);
     const fault1a = await observed('be-idle deregistered at zero', async () => !(await registered('be-idle')), 300_000);
@@ -109,6 +111,7 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
     return results;
   } finally {
     for (const p of paths.slice(1)) await p.stop().catch(() => undefined);
+    await workers.disconnect();
     await stack.stop();
   }
 }

@@ -19,9 +19,12 @@ import type { RuleEngine } from '../harness/alert-path';
 import {
   AlertPath, firingInEngine, pagesSince, recordTime, sleep, stackAlertPath, startAlertPath, startEngineAlertPath, waitForPage,
 } from '../helpers/e2e';
-import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
+import { bioengineApp, callViaDeploymentHandle, lineApp, ReleaseWorkers, startReleaseWorkers } from '../helpers/bioengine-apps';
 import { metricNamesInExposition, metricNamesUsedByRules } from '../helpers/rule-metrics';
 import { Registrant, startRegistrant, startWorkerStandIn, WorkerStandIn } from '../harness/hypha-registrant';
+
+/** A worker whose version tells nothing (a build string): its apps' gate is unknown, so nothing is proven. */
+const UNKNOWN_WORKER = 'e2e-worker-unknown';
 
 jest.setTimeout(900_000);
 
@@ -40,7 +43,8 @@ describe('end-to-end incident replays', () => {
   let stack: Stack;
   /** The stack's own path first (its times feed BENCHMARKS.md), then one per other version. */
   const paths: AlertPath[] = [];
-  let worker: WorkerStandIn | undefined;
+  let workers: ReleaseWorkers | undefined;
+  let unknownWorker: WorkerStandIn | undefined;
   // Metric names seen on the real exporter's /metrics during the run, for the rules' check.
   const emitted = new Set<string>();
   const captureMetrics = async () => {
@@ -55,8 +59,9 @@ describe('end-to-end incident replays', () => {
       ...TIMING,
       canaryWitnessMax: '40s',
       hyphaServerId: 'e2e-fixed',
-      // The BioEngine worker's client id is known here; in production it is discovered.
-      exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {interval: 2s}\n  clusters:\n    - cluster: local\n      bioengine:\n        worker_client_id: ${BIOENGINE_PREFIX}\n`
+      // The BioEngine workers are discovered, one per release line: each app's expected service and gate follow the
+      // worker that reports it (deployed_by_worker_client_id) and that worker's version.
+      exporterExtraConfig: `hypha_registration:\n  reconnect_settle: 5s\n  workers: {interval: 2s}\n  clusters:\n    - cluster: local\n`
         + `      templates:\n        - {service: "{workspace}/${LOOKALIKE_CLIENT}:{app}", include: "^${LOOKALIKE_APP}$"}\n`,
     });
     paths.push(stackAlertPath(stack));
@@ -69,7 +74,8 @@ describe('end-to-end incident replays', () => {
   });
 
   afterAll(async () => {
-    await worker?.disconnect().catch(() => undefined);
+    await workers?.disconnect();
+    await unknownWorker?.disconnect().catch(() => undefined);
     for (const p of paths) await p.stop().catch(() => undefined);
     await stack?.stop();
   });
@@ -138,23 +144,18 @@ describe('end-to-end incident replays', () => {
     return v[0]?.metric.state;
   };
 
-  it('incident 1a/1b: idle-at-zero deregistration and never-registered-at-0 page with their cause; fixed proxies do not', async () => {
-    const app = (name: string, behaviour: 'buggy_deregister_at_zero' | 'fixed' | 'wait_for_running', initialReplicas: number | null) =>
-      bioengineApp({ name, behaviour, hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas });
-    // A BioEngine worker (stand-in) that reports the apps as it would: the operator's view.
-    worker = await startWorkerStandIn({
-      serverUrl: stack.hypha.url, token: stack.hypha.rootToken, clientId: BIOENGINE_PREFIX,
-      apps: {
-        'be-buggy': { status: 'RUNNING', service_registered: false, deployed_by_worker_client_id: BIOENGINE_PREFIX },
-        'be-fixed': { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: BIOENGINE_PREFIX },
-        'be-wait': { status: 'RUNNING', service_registered: null, deployed_by_worker_client_id: BIOENGINE_PREFIX },
-        'be-fixed0': { status: 'RUNNING', service_registered: true, deployed_by_worker_client_id: BIOENGINE_PREFIX },
-      },
-    });
+  it('incident 1a/1b on BioEngine 0.16.1 page with their cause; the same apps on a fixed release do not', async () => {
+    const opts = (name: string, initialReplicas: number | null) => ({ name, hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas });
+    // A BioEngine worker per release line (stand-ins) reporting the apps it deployed, as it would: the operator's view.
+    workers = await startReleaseWorkers(stack.hypha.url, stack.hypha.rootToken);
+    workers.report([
+      { app: 'be-buggy', line: 'old', serviceRegistered: false }, { app: 'be-wait', line: 'old', serviceRegistered: null },
+      { app: 'be-fixed', line: 'fixed', serviceRegistered: true }, { app: 'be-fixed0', line: 'fixed', serviceRegistered: true },
+    ]);
     const t0 = Date.now();
     await stack.ray.deploy({ applications: [
-      app('be-buggy', 'buggy_deregister_at_zero', 1), app('be-fixed', 'fixed', 1),
-      app('be-wait', 'wait_for_running', null), app('be-fixed0', 'fixed', null),
+      lineApp('old', opts('be-buggy', 1)), lineApp('fixed', opts('be-fixed', 1)),
+      lineApp('old', opts('be-wait', null)), lineApp('fixed', opts('be-fixed0', null)),
     ] });
     // 1a: registered while the Model has a replica, then the proxy deregisters when it idles at zero.
     await waitFor('be-buggy registered', async () => (await registration('be-buggy')) === 'registered', 240_000, 500);
@@ -173,23 +174,96 @@ describe('end-to-end incident replays', () => {
       const since1b = wait1b.length ? Number(wait1b[0].value[1]) * 1000 : t0;
       recordTime('incident 1b (deployed at 0, never registered)', 'HyphaServeAppRunningNotRegistered', page1b.ms - (since1b - t0), p.label);
       await expectCause(p, page1b.annotations.cause, 'be-wait', 'missing_never_registered', '1b');
+      expect(page1b.annotations.description).toMatch(/upgrade the BioEngine worker to 0\.16\.30 or later/);
     });
-    // The benign look-alikes: the same apps with the fixed proxy stay registered, idle at zero, and never page.
+    // The gates as the exporter tells them: from each worker's version, and be-buggy's from what it was seen doing.
+    const gate = async (app: string) => (await stack.prometheus.vector(`hypha_serve_app_bioengine_gate{app="${app}"} == 1`))[0]?.metric.gate;
+    expect({ buggy: await gate('be-buggy'), wait: await gate('be-wait'), fixed: await gate('be-fixed'), fixed0: await gate('be-fixed0') })
+      .toEqual({ buggy: 'deregisters_at_zero', wait: 'deregisters_at_zero', fixed: 'serviceable_at_zero', fixed0: 'serviceable_at_zero' });
+    // The benign look-alikes: the same apps with the fixed proxy stay registered, idle at zero, and never page or warn.
     expect(await registration('be-fixed')).toBe('registered');
     expect(await registration('be-fixed0')).toBe('registered');
     expect((await stack.prometheus.vector('hypha_serve_deployment_scaled_to_zero{app="be-fixed0",deployment="Model"}'))[0]?.value[1]).toBe('1');
     await checks.each(async (p) => {
-      for (const a of ['be-fixed', 'be-fixed0']) expect([a, pagesSince(p, 'HyphaServeAppRunningNotRegistered', t0, { app: a })]).toEqual([a, 0]);
+      for (const a of ['be-fixed', 'be-fixed0']) {
+        for (const alert of ['HyphaServeAppRunningNotRegistered', 'HyphaServeAppWillDeregisterAtZero']) {
+          expect([a, alert, pagesSince(p, alert, t0, { app: a })]).toEqual([a, alert, 0]);
+        }
+      }
       // The worker-view alert is for workers that claim registration (or say nothing); this worker
       // admits be-buggy is unregistered, so only the Ray-view alert pages for it.
       expect(pagesSince(p, 'HyphaServeWorkerAppRunningNotRegistered', t0, { app: 'be-buggy' })).toBe(0);
     });
     await waitFor('worker cross-checked', async () => (await metric(`hypha_serve_worker_app_status{app="be-buggy",status="RUNNING"}`))[0] === 1, 60_000, 500);
     await captureMetrics();
-    await worker.disconnect();
-    worker = undefined;
     await stack.ray.deleteAllApps();
     await waitFor('apps gone', async () => (await stack.prometheus.vector('hypha_serve_app_status{app=~"be-.*"}')).length === 0, 120_000, 1000);
+    checks.throwIfAny();
+  });
+
+  it('fixed release at 1 s: cold deploys at min_replicas 0, three idles at zero and their wakes page and warn nothing, and prove nothing', async () => {
+    const opts = (name: string, initialReplicas: number | null) => ({ name, hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas, downscaleDelayS: 15 });
+    workers ??= await startReleaseWorkers(stack.hypha.url, stack.hypha.rootToken);
+    const apps = ['fx-cold-1', 'fx-cold-2', 'fx-idle'];
+    workers.report(apps.map((app) => ({ app, line: 'fixed' as const })));
+    const t0 = Date.now();
+    const deployed = [lineApp('fixed', opts('fx-cold-1', null)), lineApp('fixed', opts('fx-idle', 1))];
+    await stack.ray.deploy({ applications: deployed });
+    await waitFor('fx-cold-1 registered', async () => (await registration('fx-cold-1')) === 'registered', 240_000, 250);
+    // A second cold deploy while the first app runs (its own registration cycle, the exporter sampling at 1 s).
+    await stack.ray.deploy({ applications: [...deployed, lineApp('fixed', opts('fx-cold-2', null))] });
+    await waitFor('fx-cold-2 registered', async () => (await registration('fx-cold-2')) === 'registered', 240_000, 250);
+    const atZero = async (app: string) => (await metric(`hypha_serve_deployment_scaled_to_zero{app="${app}",deployment="Model"}`))[0] === 1;
+    for (let i = 1; i <= 3; i++) {
+      await waitFor(`fx-idle at zero (${i})`, () => atZero('fx-idle'), 240_000, 500);
+      // Idle at zero for longer than the old gate would take to deregister it, registered throughout.
+      await sleep(20_000);
+      expect([i, await registration('fx-idle')]).toEqual([i, 'registered']);
+      await callViaDeploymentHandle(stack.ray.dashboardUrl, 'fx-idle');
+    }
+    const seconds = Math.ceil((Date.now() - t0) / 1000) + 5;
+    // Never a proof, a page decision or a warning decision at any scrape of the run (the exporter samples every second).
+    for (const f of ['hypha_serve_app_registration_stuck', 'hypha_serve_app_running_not_registered_page', 'hypha_serve_app_will_deregister_at_zero']) {
+      const worst = await stack.prometheus.vector(`max by (app) (max_over_time(${f}{app=~"fx-.*"}[${seconds}s]))`);
+      expect([f, worst.filter((v) => v.value[1] !== '0').map((v) => v.metric.app)]).toEqual([f, []]);
+    }
+    expect(await stack.prometheus.vector('hypha_serve_app_bioengine_gate{app=~"fx-.*",gate="serviceable_at_zero"} == 1')).toHaveLength(3);
+    await sleep(maxLag() + 5_000);
+    const checks = perPath();
+    await checks.each(async (p) => {
+      for (const alert of ['HyphaServeAppRunningNotRegistered', 'HyphaServeAppWillDeregisterAtZero', 'HyphaServeWorkerAppRunningNotRegistered']) {
+        for (const app of apps) expect([alert, app, pagesSince(p, alert, t0, { app })]).toEqual([alert, app, 0]);
+      }
+    });
+    await stack.ray.deleteAllApps();
+    await waitFor('apps gone', async () => (await stack.prometheus.vector('hypha_serve_app_status{app=~"fx-.*"}')).length === 0, 120_000, 1000);
+    checks.throwIfAny();
+  });
+
+  it('an app whose worker\'s version tells nothing pages only after its wait, never on a proof', async () => {
+    unknownWorker = await startWorkerStandIn({
+      serverUrl: stack.hypha.url, token: stack.hypha.rootToken, clientId: UNKNOWN_WORKER, version: 'main-build',
+      apps: { 'unk-cold': { status: 'RUNNING', deployed_by_worker_client_id: UNKNOWN_WORKER } },
+    });
+    const t0 = Date.now();
+    await stack.ray.deploy({ applications: [bioengineApp({
+      name: 'unk-cold', behaviour: 'upstream', hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas: null, clientIdPrefix: UNKNOWN_WORKER,
+    })] });
+    await waitFor('unk-cold missing, never registered', async () => (await registration('unk-cold')) === 'missing_never_registered', 240_000, 250);
+    const since = Number((await metric('hypha_serve_app_unregistered_since_timestamp_seconds{app="unk-cold"}'))[0]) * 1000;
+    const checks = perPath();
+    await checks.each(async (p) => {
+      const page = await waitForPage(p, 'HyphaServeAppRunningNotRegistered', t0, 240_000, { app: 'unk-cold' }, '/pager');
+      // The stack's uncertain wait is 30 s (5 min ÷ 10): not one second earlier on any engine.
+      expect([p.label, page.ms + t0 - since >= 30_000]).toEqual([p.label, true]);
+      expect(page.annotations.description).toMatch(/BioEngine gate: unknown/);
+      await expectCause(p, page.annotations.cause, 'unk-cold', 'missing_never_registered', 'unknown gate');
+    });
+    expect(await stack.prometheus.vector('max_over_time(hypha_serve_app_registration_stuck{app="unk-cold"}[10m]) == 1')).toEqual([]);
+    await unknownWorker.disconnect();
+    unknownWorker = undefined;
+    await stack.ray.deleteAllApps();
+    await waitFor('apps gone', async () => (await stack.prometheus.vector('hypha_serve_app_status{app="unk-cold"}')).length === 0, 120_000, 1000);
     checks.throwIfAny();
   });
 
