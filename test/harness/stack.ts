@@ -31,6 +31,8 @@ export interface StackOptions {
   groupInterval?: string;
   /** canary.witness_max of the watched artifact manager (undefined: the shipped default, no bound). */
   canaryWitnessMax?: string;
+  /** canary.self_healing_release of the watched artifact manager (undefined: the shipped default, 5m). */
+  canarySelfHealingRelease?: string;
   /** Hypha's fixed server id at start (restarts may change it). */
   hyphaServerId?: string;
   /** Extra YAML appended to the exporter config (e.g. registration mapping). */
@@ -61,7 +63,7 @@ export interface Stack {
  * the canary keeps the shipped default.
  */
 export function exporterConfig(
-  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig'> & {
+  o: Pick<StackOptions, 'sampleInterval' | 'sampleTimeout' | 'exporterExtraConfig' | 'canarySelfHealingRelease'> & {
     canaryWitnessMax?: string; cluster?: string; rayTimeout?: string;
     /** The rules' `for:` divisor of the run: the exporter's page waits are scaled alike (floored at their 30 s minimum). */
     forDivisor?: number;
@@ -83,7 +85,9 @@ export function exporterConfig(
     '  bearer_token_env: HYPHA_TOKEN',
     'watched_services:',
     '  - service: public/artifact-manager',
-    ...(o.canaryWitnessMax === undefined ? [] : ['    canary:', `      witness_max: ${o.canaryWitnessMax}`]),
+    ...(o.canaryWitnessMax === undefined && o.canarySelfHealingRelease === undefined ? [] : ['    canary:']),
+    ...(o.canaryWitnessMax === undefined ? [] : [`      witness_max: ${o.canaryWitnessMax}`]),
+    ...(o.canarySelfHealingRelease === undefined ? [] : [`      self_healing_release: ${o.canarySelfHealingRelease}`]),
     o.exporterExtraConfig ?? '',
   ].join('\n') + '\n';
   return scalePageWaits(text, o.forDivisor ?? 1);

@@ -58,6 +58,8 @@ describe('end-to-end incident replays', () => {
       sampleTimeout: '3s',
       ...TIMING,
       canaryWitnessMax: '40s',
+      // A witness whose every holder re-resolves by itself ends after this (5m shipped ÷ 10).
+      canarySelfHealingRelease: '30s',
       hyphaServerId: 'e2e-fixed',
       // The BioEngine workers are discovered, one per release line: each app's expected service and gate follow the
       // worker that reports it (deployed_by_worker_client_id) and that worker's version.
@@ -392,6 +394,42 @@ describe('end-to-end incident replays', () => {
     const probeFailure = await probed;
     if (probeFailure) throw probeFailure;
     checks.throwIfAny();
+  });
+
+  it('incident 2 with only self-healing workers (BioEngine 0.16.30+): no critical page on any engine, a warning that ends by itself', async () => {
+    // The previous replay's page ends first (its witness is held for canaryWitnessMax, 40 s): silence is counted from then.
+    await waitFor('previous stale-proxy page resolved on every engine', async () => {
+      for (const p of paths) if ((await p.firing()).includes('HyphaServiceCachedProxyStale')) return false;
+      return true;
+    }, 240_000, 1000);
+    // The holders the exporter knows: one worker of a release that re-resolves its artifact-manager proxy, nothing older.
+    await workers?.disconnect();
+    workers = undefined;
+    const fixed = await startWorkerStandIn({ serverUrl: stack.hypha.url, token: stack.hypha.rootToken, clientId: 'e2e-worker-selfheal', version: '0.16.43', apps: {} });
+    try {
+      await waitFor('only the self-healing worker is a holder', async () => {
+        const holders = await stack.prometheus.vector('hypha_serve_service_holder_info{service="public/artifact-manager"}');
+        return holders.length === 1 && holders[0].metric.recovery === 'self_healing';
+      }, 60_000, 500);
+      const t0 = Date.now();
+      await stack.hypha.restart({ serverId: undefined });
+      await waitFor('self-healing witness', async () => (await metric('hypha_serve_service_witness_self_healing{service="public/artifact-manager"}'))[0] === 1, 120_000, 250);
+      const checks = perPath();
+      await checks.each(async (p) => {
+        const warning = await waitForPage(p, 'HyphaServiceCachedProxySelfHealing', t0, 180_000, { service: 'public/artifact-manager' }, '/chat');
+        recordTime('incident 2, self-healing workers (warning)', 'HyphaServiceCachedProxySelfHealing', warning.ms, p.label);
+        expect(warning.annotations.description).toMatch(/e2e-worker-selfheal/);
+      });
+      // The witness is released 30 s into the self-healing spell; the warning resolves within that bound plus the path's delays.
+      await waitFor('self-healing witness released', async () => (await metric('hypha_serve_service_witness_releases_total{service="public/artifact-manager",reason="self_healing"}'))[0] >= 1, 180_000, 500);
+      await checks.each(async (p) => {
+        await waitFor(`${p.label}: warning resolved`, async () => !(await p.firing()).includes('HyphaServiceCachedProxySelfHealing'), 120_000 + p.lagMs, 1000);
+        expect([p.label, pagesSince(p, 'HyphaServiceCachedProxyStale', t0)]).toEqual([p.label, 0]);
+      });
+      checks.throwIfAny();
+    } finally {
+      await fixed.disconnect().catch(() => undefined);
+    }
   });
 
   it('a crashed deployment → the Serve alert (chat), and no not-registered page', async () => {
