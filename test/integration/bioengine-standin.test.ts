@@ -30,6 +30,25 @@ function proxyLogOf(ray: RayCluster, app: string): string {
     .map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
 }
 
+/** Keeps each app's proxy log as a test artifact, then stops what the block started. */
+async function stopStandinStack(
+  s: { ray?: RayCluster; hypha?: HyphaHandle; conn?: HyphaConnection; tmp: { cleanup(): void } }, apps: readonly string[],
+): Promise<void> {
+  if (s.ray) {
+    for (const app of apps) {
+      try {
+        fs.writeFileSync(path.join(artifactsDir(), `bioengine-standin-${app}-proxy.log`), proxyLogOf(s.ray, app));
+      } catch {
+        /* no log yet */
+      }
+    }
+  }
+  await s.conn?.disconnect().catch(() => undefined);
+  await s.ray?.stop();
+  await s.hypha?.stop();
+  s.tmp.cleanup();
+}
+
 describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () => {
   let ray: RayCluster;
   let hypha: HyphaHandle;
@@ -73,19 +92,7 @@ describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () 
 
   afterAll(async () => {
     clearInterval(poller);
-    if (ray) {
-      for (const app of [ZERO, NEVER, PINNED]) {
-        try {
-          fs.writeFileSync(path.join(artifactsDir(), `bioengine-standin-${app}-proxy.log`), proxyLog(app));
-        } catch {
-          /* no log yet */
-        }
-      }
-    }
-    await conn?.disconnect().catch(() => undefined);
-    await ray?.stop();
-    await hypha?.stop();
-    tmp.cleanup();
+    await stopStandinStack({ ray, hypha, conn, tmp }, [ZERO, NEVER, PINNED]);
   });
 
   it('registers `{ws}/{worker}-{sha1(app)[:8]}:{app}` (bioengine-app, public) and `{app}-rtc` (generic, public) from check_health', async () => {
@@ -235,19 +242,7 @@ describe('BioEngine stand-in `fixed` behaves like the fixed ProxyDeployment of B
 
   afterAll(async () => {
     clearInterval(poller);
-    if (ray) {
-      for (const app of [FX_COLD, FX_IDLE]) {
-        try {
-          fs.writeFileSync(path.join(artifactsDir(), `bioengine-standin-${app}-proxy.log`), proxyLog(app));
-        } catch {
-          /* no log yet */
-        }
-      }
-    }
-    await conn?.disconnect().catch(() => undefined);
-    await ray?.stop();
-    await hypha?.stop();
-    tmp.cleanup();
+    await stopStandinStack({ ray, hypha, conn, tmp }, [FX_COLD, FX_IDLE]);
   });
 
   it('registers an app deployed cold at min_replicas 0 within seconds of Serve saying RUNNING (0.16.1 never does)', async () => {
