@@ -101,6 +101,17 @@ describe('WatchState: the self-healing witness', () => {
     }
   });
 
+  test('no worker listed for a while (Hypha just restarted, workers reconnecting): the last known workers stay the holders', () => {
+    const st = new WatchState({ enabled: true }, 'list');
+    st.setWorkers([healing('w1')]);
+    st.setWorkers([]);
+    witness(st);
+    expect(st.witnessSelfHealing).toBe(true);
+    expect(st.workers.map((w) => w.holder)).toEqual(['w1']);
+    st.setWorkers([old('w2')]);
+    expect(st.witnessSelfHealing).toBe(false);
+  });
+
   test('no worker holder, or a configured holder: never self-healing (the exporter cannot tell how those recover)', () => {
     const none = new WatchState({ enabled: true }, 'list');
     witness(none);

@@ -68,6 +68,11 @@ export class HyphaSource implements Source<HyphaHandover> {
   #listedSeconds = 0;
   #connectionsListed = 0;
   #workers: WorkerSample[] = [];
+  /**
+   * Each worker's last reported BioEngine version, by service id: a worker that is not listed for a while
+   * (Hypha restarting) or fails one cross-check still runs the release it reported.
+   */
+  readonly #versions = new Map<string, string>();
   #workspacesToList: WorkspacesToList = (ws) => [ws];
   #stopped = false;
   /** Counts the predecessor this source replaced (a reload) handed over: the counters go on from them. */
@@ -285,10 +290,11 @@ export class HyphaSource implements Source<HyphaHandover> {
             // Up but not telling (e.g. forbidden): the per-app series stay absent.
             error = fromHypha(e, 'get_app_status', secrets).message;
           }
+          if (status.version !== undefined) this.#versions.set(worker, status.version);
           return { ...base, clientId: status.clientId ?? base.clientId, up: true, apps, error, version: status.version, lastSuccessSeconds: Date.now() / 1000 };
         } catch (e) {
           const error = fromHypha(e, `worker ${worker}`, secrets).message;
-          return { ...base, error, version: previous.get(worker)?.version, lastSuccessSeconds: previous.get(worker)?.lastSuccessSeconds };
+          return { ...base, error, version: this.#versions.get(worker), lastSuccessSeconds: previous.get(worker)?.lastSuccessSeconds };
         }
       }),
     );

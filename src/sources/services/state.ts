@@ -237,8 +237,12 @@ export class WatchState {
   /**
    * The BioEngine workers that hold the service by default, with their recovery (the source passes none while
    * holders are configured: a configured list wins). A set that is not all self-healing ends the spell at once.
+   * An empty set is not news: right after Hypha restarts, its registry lists no worker until each has
+   * reconnected, and a worker that is not listed for a moment still holds its proxy. So the last workers the
+   * exporter knew stay the holders until others are listed (unknown never pages).
    */
   setWorkers(workers: readonly WorkerHolder[]): void {
+    if (workers.length === 0 && this.holderSpecs.length === 0) return;
     this.#workers = [...workers];
     if (!this.witnessSelfHealing) this.#selfHealingSince = undefined;
   }
