@@ -204,7 +204,9 @@ watched_services:
     expect(await buggy.locator('td[data-label="Serve status"] .badge').first().getAttribute('class')).toBe('badge ok');
     expect(await cell('Deployments')).toMatch(/Model HEALTHY running 0\/0 · min 0 max 1 scaled to zero/);
     expect(await cell('Hypha service')).toBe(`${buggyId} on test-hypha`);
-    expect(await cell('Registration')).toBe('missing_scaled_to_zero not in Hypha while every deployment is idle at zero replicas: deregistered for being scaled to zero (at zero: Model)');
+    // The gate its proxy runs: seen deregistering at zero (evidence outranks the worker's version).
+    expect(await cell('Registration')).toBe('missing_scaled_to_zero not in Hypha while every deployment is idle at zero replicas: deregistered for being scaled to zero '
+      + '(at zero: Model) gate deregisters_at_zero (seen doing so; BioEngine 0.16.1)');
     expect(await cell('Missing since')).toMatch(/^(just now|\d+ s ago) \(\d\d:\d\d:\d\d UTC\)$/);
     expect(await cell("Worker's view")).toBe(`${worker.serviceId} up app RUNNING · says not registered`);
     // Apps without a ProxyDeployment are not expected in Hypha.

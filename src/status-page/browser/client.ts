@@ -244,7 +244,8 @@ export function statusPageClient(win: Window): void {
         if (r.client_id) addTo(regCell, el('div', 'why', 'client ', mono(r.client_id), r.client_id_mismatch ? ' (not the expected client id)' : ''));
         const gate = r.bioengine_gate;
         if (gate) {
-          const from = gate.source === 'evidence' ? 'seen' : gate.version !== undefined ? `BioEngine ${gate.version}` : 'worker version unknown';
+          const version = gate.version !== undefined ? `BioEngine ${gate.version}` : 'worker version unknown';
+          const from = gate.source === 'evidence' ? `seen doing so; ${version}` : version;
           addTo(regCell, el('div', 'why', 'gate ', mono(gate.gate), ` (${from})`));
           search.push(gate.gate, gate.version);
         }
