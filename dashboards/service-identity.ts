@@ -57,9 +57,9 @@ function nowRow(d: DashboardBuilder): void {
       .title('Stale cached proxies')
       .description(
         'Holders whose cached proxy addresses a client id that is no longer among the live providers ' +
-          '(recording rule service_holder:hypha_serve_service_cached_stale:max). Calls through such a proxy hang until they time out.',
+          '(hypha_serve_service_cached_stale, over the exporter replicas). Calls through such a proxy hang until they time out.',
       )
-      .withTarget(statQuery('A', `sum(service_holder:hypha_serve_service_cached_stale:max{${sel(['service', 'holder'])}})`))
+      .withTarget(statQuery('A', `sum(max by (service, holder) (hypha_serve_service_cached_stale{${sel(['service', 'holder'])}}))`))
       .unit('short')
       .decimals(0)
       .thresholds(thresholds('green', [[1, 'red']]))
@@ -173,12 +173,13 @@ function identityRow(d: DashboardBuilder): void {
     stateTimelinePanel(valueMap([[0, 'fresh', 'green'], [1, 'STALE', 'red']]))
       .title('Stale flag per holder')
       .description(
-        'STALE while the holder\'s cached client id is not among the live providers; HyphaServiceCachedProxyStale pages after 15 s ' +
-          'when that id is a server id the Hypha server replaced (hypha_serve_service_cached_server_gone: it never returns), else after 2 minutes. ' +
+        'STALE while the holder\'s cached client id is not among the live providers; the exporter pages it (hypha_serve_service_cached_stale_page, ' +
+          'HyphaServiceCachedProxyStale) at once when that id is a server id the Hypha server replaced (it never returns), else after 2 minutes ' +
+          '(watched_services[].page_waits). ' +
           'Not for the canary while every holder is a BioEngine worker that re-resolves by itself (0.16.30 or later, ' +
           'hypha_serve_service_witness_self_healing 1): HyphaServiceCachedProxySelfHealing warns, and the exporter releases it after 5 minutes.',
       )
-      .withTarget(rangeQuery('A', `max by (service, holder) (service_holder:hypha_serve_service_cached_stale:max{${sel(['service', 'holder'])}})`, '{{holder}} ({{service}})'))
+      .withTarget(rangeQuery('A', `max by (service, holder) (hypha_serve_service_cached_stale{${sel(['service', 'holder'])}})`, '{{holder}} ({{service}})'))
       .links(runbookLinks('HyphaServiceCachedProxyStale', 'HyphaServiceCachedProxySelfHealing'))
       .height(6)
       .span(12),

@@ -28,9 +28,9 @@ import { dashboardGroup, serveGroup } from './rules/serve';
 import { exporterGroup } from './rules/exporter';
 
 export {
-  ALERT_NAMES, ALERTS_PATH, CAUSE_WAIT_ALERTS, loadMixinConfig, MIXIN_CONFIG_PATH, RECORDING_PATH, scaleDurations,
+  ALERT_NAMES, ALERTS_PATH, loadMixinConfig, MIXIN_CONFIG_PATH, RECORDING_PATH, scaleDurations,
 } from './rules/config';
-export type { AlertName, CauseWaitAlert, MixinConfig } from './rules/config';
+export type { AlertName, MixinConfig } from './rules/config';
 export { humanDuration, withSelector } from './rules/promql';
 export { compact } from './rules/model';
 export type { AlertingRule, Group, RecordingRule } from './rules/model';

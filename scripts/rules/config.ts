@@ -42,15 +42,6 @@ const alertSettings = z.strictObject({
   keep_firing_for: duration.optional(),
 });
 
-/**
- * Alerts whose wait depends on the cause (issue 19), counted in the rules. HyphaServeAppRunningNotRegistered's
- * waits are the exporter's now (hypha_registration.page_waits, metric contract v0.4): it decides that page itself.
- */
-export const CAUSE_WAIT_ALERTS = ['HyphaServiceCachedProxyStale'] as const;
-export type CauseWaitAlert = (typeof CAUSE_WAIT_ALERTS)[number];
-
-const causeWait = z.strictObject({ proven: duration, uncertain: duration });
-
 /** Labels the pack's own identities use: a topology label may not be one of them. */
 const RESERVED_LABELS = new Set(['job', 'instance', 'ray_cluster', 'app', 'hypha', 'service', 'holder', 'deployment', 'source', 'state', 'status', 'worker', 'severity', 'alertname']);
 
@@ -59,7 +50,6 @@ const configSchema = z.strictObject({
   exporter_selector: z.string().min(1),
   runbook_url_template: z.string().refine((s) => s.includes('%s'), 'must contain %s (the lower-cased alert name)'),
   bridge: duration,
-  probe_window: duration,
   thresholds: z.strictObject({
     call_latency_p90_seconds: z.number().positive(),
     client_id_changes_per_hour: z.number().int().positive(),
@@ -69,13 +59,6 @@ const configSchema = z.strictObject({
     labels: z.record(z.string(), z.string()),
   }),
   alerts: z.strictObject(Object.fromEntries(ALERT_NAMES.map((n) => [n, alertSettings])) as Record<AlertName, typeof alertSettings>),
-  cause_waits: z.strictObject(Object.fromEntries(CAUSE_WAIT_ALERTS.map((n) => [n, causeWait])) as Record<CauseWaitAlert, typeof causeWait>),
-}).superRefine((c, ctx) => {
-  for (const n of CAUSE_WAIT_ALERTS) {
-    if ((parseDuration(c.cause_waits[n].uncertain) ?? 0) < (parseDuration(c.cause_waits[n].proven) ?? 0)) {
-      ctx.addIssue({ code: 'custom', path: ['cause_waits', n, 'uncertain'], message: `must be at least cause_waits.${n}.proven (${c.cause_waits[n].proven})` });
-    }
-  }
 });
 export type MixinConfig = z.infer<typeof configSchema>;
 
@@ -102,10 +85,14 @@ function readYaml(file: string): unknown {
 export function loadMixinConfig(root: string, userFile?: string): MixinConfig {
   const defaults = readYaml(path.join(root, MIXIN_CONFIG_PATH));
   const merged = userFile === undefined ? defaults : deepMerge(defaults, readYaml(userFile) ?? {});
-  const waits = isPlainObject(merged) ? merged.cause_waits : undefined;
-  if (isPlainObject(waits) && waits.HyphaServeAppRunningNotRegistered !== undefined) {
-    throw new Error(`${userFile ?? MIXIN_CONFIG_PATH}: cause_waits.HyphaServeAppRunningNotRegistered: the exporter decides that page now; `
-      + 'set its waits in the exporter config, hypha_registration.page_waits (docs/alerts.md, Per-cause wait)');
+  // Keys of metric contract v0.3 whose judgement moved into the exporter (v0.4): an error that says where they went.
+  const moved: Record<string, string> = {
+    cause_waits: 'the exporter decides the pages with per-cause waits now; set them in the exporter config: '
+      + 'hypha_registration.page_waits (HyphaServeAppRunningNotRegistered) and watched_services[].page_waits (HyphaServiceCachedProxyStale)',
+    probe_window: 'the exporter decides the probe pages now; set watched_services[].probe_window in the exporter config',
+  };
+  for (const [key, where] of Object.entries(moved)) {
+    if (isPlainObject(merged) && merged[key] !== undefined) throw new Error(`${userFile ?? MIXIN_CONFIG_PATH}: ${key}: ${where} (docs/alerts.md)`);
   }
   const r = configSchema.safeParse(merged);
   if (!r.success) {
@@ -116,8 +103,7 @@ export function loadMixinConfig(root: string, userFile?: string): MixinConfig {
 }
 
 /**
- * The configuration with every duration (each alert's for and keep_firing_for, the bridge and the
- * probe window) divided by `divisor` and floored at `min`: the documented test override that lets
+ * The configuration with every duration (each alert's for and keep_firing_for, and the bridge) divided by `divisor` and floored at `min`: the documented test override that lets
  * the end-to-end replays page in seconds with the same rule logic (test/harness/rules-override.ts).
  */
 export function scaleDurations(c: MixinConfig, divisor: number, min = '5s'): MixinConfig {
@@ -132,9 +118,6 @@ export function scaleDurations(c: MixinConfig, divisor: number, min = '5s'): Mix
   const alerts = Object.fromEntries(
     Object.entries(c.alerts).map(([name, a]) => [name, { ...a, for: scale(a.for), ...(a.keep_firing_for ? { keep_firing_for: scale(a.keep_firing_for) } : {}) }]),
   ) as MixinConfig['alerts'];
-  const cause_waits = Object.fromEntries(
-    Object.entries(c.cause_waits).map(([name, w]) => [name, { proven: scale(w.proven), uncertain: scale(w.uncertain) }]),
-  ) as MixinConfig['cause_waits'];
-  return { ...c, bridge: scale(c.bridge), probe_window: scale(c.probe_window), alerts, cause_waits };
+  return { ...c, bridge: scale(c.bridge), alerts };
 }
 

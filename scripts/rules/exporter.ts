@@ -74,12 +74,11 @@ export function exporterGroup(c: MixinConfig): Group {
         },
       }),
       alert(c, 'HyphaServeExporterDown', {
-        comment: 'Per target: each replica of an HA pair is its own target.',
-        expr: block(`
-            up{${c.exporter_selector}} == 0
-          or
-            absent(up{${c.exporter_selector}})
-        `),
+        comment:
+          'Per target: each replica of an HA pair is its own target. Two branches in two lines: a target that fails its ' +
+          'scrapes (up == 0, with its job and instance), or no target at all (absent() yields one series with the ' +
+          'selector\'s equality matchers as labels, none for the default job=~ selector).',
+        expr: `up{${c.exporter_selector}} == 0\n  or absent(up{${c.exporter_selector}})\n`,
         annotations: {
           summary: 'The hypha-serve-exporter target is down or missing from Prometheus.',
           description: prose(`

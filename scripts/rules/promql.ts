@@ -81,6 +81,35 @@ export function bridge(c: MixinConfig, series: string, id: readonly string[]): s
   `);
 }
 
+/**
+ * A 0/1 series (an exporter decision, or a state-set member) over the exporter replicas and bridged,
+ * compared with 1, in two lines and without a recorded level: what any replica says now (max: one
+ * witness is enough), else in a gap the last value any of them had within the bridge. A replica that
+ * stopped scraping cannot outvote one that still knows, and a gap shorter than the bridge neither ends
+ * nor starts the page (a longer one is unknown: absent, no page).
+ * No recorded level: vmalert reads a recorded series only an evaluation after it is written, so an
+ * alert over one pages an evaluation later there than on Prometheus. `series` is a selector (matchers
+ * allowed); `id` the identity without the topology labels and job.
+ */
+export function decidedOver(c: MixinConfig, series: string, id: readonly string[]): string {
+  const by = labels(c).of(...id);
+  return `(max by (${by}) (${series})\n  or max by (${by}) (last_over_time(${series}[${c.bridge}]))) == 1\n`;
+}
+
+/**
+ * The gap bridge of a per-replica fact computed from several exporter series, aggregated to its
+ * identity without recording the per-replica fact first (one recorded level instead of two): the fact
+ * from the series as the replicas serve them now, else the fact from each series' last value within
+ * the bridge. `fact` writes the fact with each exporter series passed through `v` (the series itself,
+ * then `last_over_time(series[bridge])`); range functions it applies itself (`max_over_time(x[10m])`)
+ * already reach over a gap and are written as they are.
+ */
+export function bridgedFact(c: MixinConfig, id: readonly string[], fact: (v: (series: string) => string) => string): string {
+  const by = labels(c).of(...id);
+  const branch = (v: (series: string) => string) => `  max by (${by}) (\n${indent(block(fact(v)), 4)}\n  )`;
+  return `${branch((s) => s)}\nor\n${branch((s) => `last_over_time(${s}[${c.bridge}])`)}\n`;
+}
+
 // The source guards: a source's own up series, which names its upstream by the label its derived
 // series join on (ray_cluster, hypha, service). `== 1` filters (not multiplies), so a down source
 // makes the derived fact absent (unknown) instead of 0 (a claim that all is well). In parentheses:
@@ -125,4 +154,18 @@ export function queryOf(
   const pairs = [...c.topology_labels, 'job', ...id].map((n) => (typeof n === 'string' ? [n, n] : n));
   const selector = `${series}{${[...pairs.map(([n]) => `${n}=%q`), ...(o.matchers ? [o.matchers.replace(/"/g, '\\"')] : [])].join(',')}}`;
   return `printf "${o.wrap ? o.wrap(selector) : selector}" ${pairs.map(([, a]) => `$labels.${a}`).join(' ')} | query`;
+}
+
+/**
+ * An annotation's one query over several series of the alert's identity (queryOf selects one): `build`
+ * writes the expression with `sel(series, matchers)` for each selector, and the identity's values are
+ * given to printf once (explicit argument indexes, `%[1]q`).
+ */
+export function queryOfEach(
+  c: MixinConfig, id: readonly string[], build: (sel: (series: string, matchers?: string) => string) => string,
+): string {
+  const names = [...c.topology_labels, 'job', ...id];
+  const sel = (series: string, matchers?: string) =>
+    `${series}{${[...names.map((n, i) => `${n}=%[${i + 1}]q`), ...(matchers ? [matchers.replace(/"/g, '\\"')] : [])].join(',')}}`;
+  return `printf "${build(sel)}" ${names.map((n) => `$labels.${n}`).join(' ')} | query`;
 }

@@ -26,10 +26,10 @@ export interface AlertCondition {
 
 const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** The exporter's decision on the page, as the registration stage made it (the metric and the status page show the same). */
-function pageText(p: PageDecision | undefined): string {
+/** The exporter's decision on a page, as its stage made it (the metric and the status page show the same). */
+function pageText(p: Pick<PageDecision, 'firing' | 'dueSeconds'> | undefined, unless = 'it registers first'): string {
   if (p?.firing) return `the page fires${p.dueSeconds !== undefined ? ` since ${iso(p.dueSeconds)}` : ''}`;
-  if (p?.dueSeconds !== undefined) return `the page fires at ${iso(p.dueSeconds)} unless it registers first`;
+  if (p?.dueSeconds !== undefined) return `the page fires at ${iso(p.dueSeconds)} unless ${unless}`;
   return 'the page is not decided yet';
 }
 
@@ -60,13 +60,12 @@ function knownState(s: Snapshot, a: NonNullable<Snapshot['registration']>['apps'
 }
 
 /**
- * The critical pages' conditions, from the snapshot's judged states only (unknown is never a
- * condition): an app RUNNING whose registration is missing (any missing_* cause), a worker that
- * says RUNNING for such an app on its cluster when the app page does not already name it, a cached
- * proxy that is stale, a cached path failing while the fresh one works (neither for the canary of a
- * self-healing witness: a warning, HyphaServiceCachedProxySelfHealing), and no Serve proxy ready
- * while apps are at zero or have replicas. The app's page reads the registration stage's decision
- * (whether it fires, or when); the other conditions hold now, without the rules' for: durations.
+ * The critical pages' conditions, read from the exporter's decisions in the snapshot (the same ones its
+ * page series export; unknown is never a condition): an app RUNNING whose registration is missing, a
+ * worker that says RUNNING for such an app when the app page does not already name it, a stale cached
+ * proxy, a cached path failing while the fresh one works, no Serve proxy ready while apps are at zero or
+ * have replicas. A condition whose page waits (a cause's wait) says when it fires; the rules' for: of the
+ * probe and proxy pages is not counted here (check says the condition holds now).
  */
 export function alertConditions(s: Snapshot): AlertCondition[] {
   const out: AlertCondition[] = [];
@@ -98,46 +97,36 @@ export function alertConditions(s: Snapshot): AlertCondition[] {
   }
   for (const w of s.services?.values() ?? []) {
     if (!w.health.up) continue;
-    // A self-healing witness (every holder a worker that re-resolves by itself) is a warning, not a page: neither
-    // the stale canary nor its cached probe, which keeps calling the old id until the exporter releases it.
-    const selfHealing = w.witnessSelfHealing === true;
+    // A self-healing witness's canary (every holder a worker that re-resolves by itself) never pages: the decision says so.
     for (const c of w.cached) {
-      if (c.stale !== true || (selfHealing && c.holder === CANARY_HOLDER)) continue;
+      if (!c.page || c.page.selfHealing) continue;
       out.push({
         alert: 'HyphaServiceCachedProxyStale', severity: 'critical', subject: `${w.service} (${c.holder})`, service: w.service, holder: c.holder,
         text: `${c.holder === CANARY_HOLDER ? "the exporter's canary" : `holder ${c.holder}`} caches client id ${c.clientId ?? '?'}, `
-          + `not among the live providers (${(w.providers ?? []).join(', ') || 'none'})${since(c.staleSinceSeconds)}`
-          + (c.holder === CANARY_HOLDER ? notSelfHealing(w.workerHolders ?? []) : ''),
+          + `not among the live providers (${(w.providers ?? []).join(', ') || 'none'})${since(c.page.sinceSeconds)} (cause ${c.page.cause})`
+          + (c.holder === CANARY_HOLDER ? notSelfHealing(w.workerHolders ?? []) : '') + `; ${pageText(c.page, 'the id is live again first')}`,
       });
     }
-    const cached = w.lastProbes.cached;
-    const fresh = w.lastProbes.fresh;
-    if (!selfHealing && cached && fresh && cached.outcome !== 'ok' && fresh.outcome === 'ok') {
+    if (w.probeVerdicts?.cachedFailing) {
+      const cached = w.lastProbes.cached;
       out.push({
         alert: 'HyphaServiceCachedProbeFailing', severity: 'critical', subject: w.service, service: w.service,
-        text: `probe ${cached.method} through the cached proxy: ${cached.outcome} after ${cached.seconds.toFixed(2)} s; through a fresh proxy: ok`,
+        text: `no probe through the cached proxy succeeded within the probe window while one through a fresh proxy did`
+          + (cached ? ` (last: ${cached.method} ${cached.outcome} after ${cached.seconds.toFixed(2)} s)` : ''),
       });
     }
   }
   for (const r of s.ray.values()) {
-    const st = r.state;
-    if (!r.health.up || !st) continue;
-    const probed = st.proxies.filter((p) => p.ready !== undefined);
-    // As the rules: no proxy ready among the probed ones (none probed: unknown), or Ray lists no proxy at all.
-    const noneListed = st.proxies.length === 0;
-    const noneReady = (probed.length > 0 && !probed.some((p) => p.ready === true)) || noneListed;
-    if (!noneReady) continue;
-    const deployments = st.apps.flatMap((a) => a.deployments);
-    const why = noneListed ? 'Ray lists no Serve proxy' : `none of ${probed.length} probed Serve proxies answers /-/healthz with 200`;
-    if (deployments.some((d) => d.scaledToZero)) {
+    const p = r.health.up ? r.proxyPages : undefined;
+    if (p?.noProxyCanWakeApps) {
       out.push({
-        alert: 'HyphaServeNoProxyCanWakeApps', severity: 'critical', subject: r.cluster, rayCluster: r.cluster, text: `deployments idle at zero and ${why}`,
+        alert: 'HyphaServeNoProxyCanWakeApps', severity: 'critical', subject: r.cluster, rayCluster: r.cluster, text: `deployments idle at zero and ${p.why}`,
       });
     }
-    if (deployments.some((d) => (d.replicas.RUNNING ?? 0) > 0)) {
+    if (p?.allProxiesUnready) {
       out.push({
         alert: 'HyphaServeAllProxiesUnready', severity: 'critical', subject: r.cluster, rayCluster: r.cluster,
-        text: `deployments have RUNNING replicas and ${why}`,
+        text: `deployments have RUNNING replicas and ${p.why}`,
       });
     }
   }

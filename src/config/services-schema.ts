@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { credentialRef, duration, durationMs, labelName, wsOrHttpUrl } from './validators';
+import { credentialRef, duration, durationMs, durationOrZero, labelName, wsOrHttpUrl } from './validators';
 import { clientIdOf, splitWorkspace } from '../util/hypha-id';
 
 // Config fragment `watched_services:` (docs/watched-services.md). Kept apart from schema.ts so
@@ -120,6 +120,28 @@ export const holderSchema = z
     }
   });
 
+/**
+ * The waits of HyphaServiceCachedProxyStale, which the exporter decides (metric contract v0.4). A stale id
+ * that is a replaced Hypha server id never returns (proven); any other may be a provider re-registering
+ * (hypha-rpc reconnects within about a minute), so it waits longer than that.
+ */
+/** How long a stale held id waits before HyphaServiceCachedProxyStale fires, per cause (watched_services[].page_waits). */
+export interface StalePageWaits {
+  /** The cause is proven final (server_gone). */
+  provenMs: number;
+  /** Every other cause (not_listed). */
+  uncertainMs: number;
+}
+
+export const stalePageWaitsSchema = z.strictObject({
+  proven: durationOrZero.default('0s').describe('Wait when the stale id is proven gone: a Hypha server id the server replaced.'),
+  uncertain: durationOrZero.default('2m').describe('Wait of every other stale id: longer than a provider takes to re-register.'),
+}).superRefine((w, ctx) => {
+  if (durationMs(w.uncertain) < durationMs(w.proven)) {
+    ctx.addIssue({ code: 'custom', path: ['uncertain'], message: `must be at least proven (${w.proven})` });
+  }
+});
+
 export const watchedServiceSchema = z
   .strictObject({
     service: serviceRef.describe('Service to watch; the value of the `service` label.'),
@@ -133,6 +155,11 @@ export const watchedServiceSchema = z
         + '(default for an artifact manager: list(limit=1, silent=true); otherwise none).'),
     canary: canarySchema.default({ enabled: true, released_client_ids: [] }),
     holders: z.array(holderSchema).default([]),
+    probe_window: duration.default('3m')
+      .describe('Window of the probe pages: no success through the cached proxy (or on any path) within it. A window, not one call: '
+        + 'a fresh resolution picks a provider at random, and a killed server stays listed for about a minute.'),
+    page_waits: stalePageWaitsSchema.default({ proven: '0s', uncertain: '2m' })
+      .describe('How long a cached id must be stale, per cause, before HyphaServiceCachedProxyStale fires (docs/alerts.md).'),
   })
   .superRefine((s, ctx) => {
     if (serviceIdOf(s.service) === 'artifact-manager' && s.probe && !(ARTIFACT_MANAGER_READ_METHODS as readonly string[]).includes(s.probe.method)) {
@@ -150,7 +177,10 @@ export const watchedServiceSchema = z
   });
 
 export const DEFAULT_WATCHED_SERVICES: z.infer<typeof watchedServiceSchema>[] = [
-  { service: 'public/artifact-manager', resolve_mode: 'random', canary: { enabled: true, released_client_ids: [] }, holders: [] },
+  {
+    service: 'public/artifact-manager', resolve_mode: 'random', canary: { enabled: true, released_client_ids: [] }, holders: [],
+    probe_window: '3m', page_waits: { proven: '0s', uncertain: '2m' },
+  },
 ];
 
 export const watchedServicesSchema = z
@@ -232,6 +262,9 @@ export interface WatchedServiceConfig {
   probe?: ProbeCall;
   canary: CanaryConfig;
   holders: HolderConfig[];
+  /** The waits of HyphaServiceCachedProxyStale per cause. */
+  pageWaits: StalePageWaits;
+  probeWindowMs: number;
 }
 
 function serviceIdOf(ref: string): string {
@@ -272,6 +305,8 @@ export function resolveWatchedServices(raw: RawWatchedService[], global: { inter
       resolveMode: s.resolve_mode,
       probe: effectiveProbe(s.service, s.probe),
       canary: canaryConfig(s.canary),
+      probeWindowMs: durationMs(s.probe_window),
+      pageWaits: { provenMs: durationMs(s.page_waits.proven), uncertainMs: durationMs(s.page_waits.uncertain) },
       holders: s.holders.map((h) => ({
         name: h.name,
         service: h.service,

@@ -1,7 +1,7 @@
 import { BIOENGINE_GATES, CAUSE_TEXT, isMissing, MissingState, REGISTRATION_STATES } from '../snapshot/registration';
 import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, WorkerSample } from '../snapshot/registration';
-import { CALL_DURATION_BUCKETS, WatchedServiceSample, WITNESS_RELEASE_REASONS } from '../snapshot/services';
+import { CALL_DURATION_BUCKETS, STALE_CAUSE_TEXT, WatchedServiceSample, WITNESS_RELEASE_REASONS } from '../snapshot/services';
 import {
   APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS,
   RayClusterSample, ReloadStatus, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths, isKnown, registrationKnown,
@@ -435,6 +435,58 @@ export const FAMILIES = [
     },
   }),
   fam({
+    name: 'hypha_serve_service_cached_stale_page', type: 'gauge', labels: [...SVC, 'holder'], stability: 'stable', scope: 'service',
+    help: 'The exporter\'s decision on HyphaServiceCachedProxyStale: 1 when the holder\'s cached id has been stale for its cause\'s wait '
+      + '(or is proven gone), held until the spell ends; 0 otherwise.',
+    doc: 'the page decision of `HyphaServiceCachedProxyStale`: 1 once the holder\'s cached id has not been among the live providers for its '
+      + 'cause\'s wait (`watched_services[].page_waits`: `uncertain` 2m, or `proven` 0s when the id is a Hypha server id the server replaced); '
+      + 'it then holds while the id stays stale, whatever the cause becomes. 0 otherwise, and always 0 for the canary of a self-healing '
+      + 'witness (`hypha_serve_service_witness_self_healing`: a warning). Kept across a restart with `--storage.path`; absent while '
+      + 'staleness is unknown (the source down)',
+    sample: (w, emit) => {
+      for (const c of readHolders(w)) if (c.stale !== undefined) emit([w.service, c.holder], c.page?.firing === true ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_cached_stale_cause_info', type: 'gauge', labels: [...SVC, 'holder', 'client_id', 'cause', 'reason', 'holders'],
+    stability: 'stable', scope: 'service',
+    help: 'Why the holder\'s cached id is stale, for the page text: client_id, cause (server_gone or not_listed), reason, holders (what the '
+      + 'exporter can see: none, configured or workers); always 1, present only while stale.',
+    doc: '1 while the holder\'s cached id is stale: `client_id` (the stale id), `cause` (`server_gone`: a Hypha server id the server replaced, '
+      + 'proven never to return; `not_listed`: not among the live providers), `reason` (the cause in a sentence), `holders` (the long-lived '
+      + 'clients the exporter can see besides its canary: `configured` holders, discovered BioEngine `workers`, or `none`). What '
+      + 'HyphaServiceCachedProxyStale prints; its labels change with the cause, so the page\'s identity does not carry them',
+    sample: (w, emit) => {
+      const holders = (w.holdersConfigured ?? 0) > 0 ? 'configured' : (w.workerHolders ?? []).length > 0 ? 'workers' : 'none';
+      for (const c of readHolders(w)) {
+        if (c.page) emit([w.service, c.holder, c.clientId, c.page.cause, STALE_CAUSE_TEXT[c.page.cause], holders], 1);
+      }
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_cached_probe_failing', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
+    help: 'The exporter\'s decision on HyphaServiceCachedProbeFailing: 1 when no probe through the cached proxy succeeded within the probe '
+      + 'window while one through a fresh proxy did; 0 otherwise.',
+    doc: 'the condition of `HyphaServiceCachedProbeFailing`: 1 when no probe call through the cached proxy succeeded within '
+      + '`watched_services[].probe_window` (3m) while one through a freshly resolved proxy did: the symptom of a stale cached proxy. 0 '
+      + 'otherwise, and for the canary of a self-healing witness. Absent while the source is down and until the exporter has probed the '
+      + 'cached path for a whole window since it started',
+    sample: (w, emit) => {
+      if (w.probeVerdicts?.cachedFailing !== undefined) emit([w.service], w.probeVerdicts.cachedFailing ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_service_probe_failing', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
+    help: 'The exporter\'s decision on HyphaServiceProbeFailing: 1 when no probe call on any path succeeded within the probe window; '
+      + '0 otherwise.',
+    doc: 'the condition of `HyphaServiceProbeFailing`: 1 when no probe call, through the cached or a fresh proxy, succeeded within '
+      + '`watched_services[].probe_window` (3m); 0 otherwise. Absent while the source is down and until the exporter has probed for a whole '
+      + 'window since it started',
+    sample: (w, emit) => {
+      if (w.probeVerdicts?.allFailing !== undefined) emit([w.service], w.probeVerdicts.allFailing ? 1 : 0);
+    },
+  }),
+  fam({
     name: 'hypha_serve_service_fresh_probe_attempts', type: 'gauge', labels: SVC, stability: 'experimental', scope: 'service',
     help: 'Providers the last fresh probe tried: 1 = the first resolution answered; more = a listed provider did not answer and others were tried.',
     doc: 'providers the last fresh probe tried: 1 = the first resolution answered; more = a listed provider did not answer and others were tried',
@@ -590,6 +642,31 @@ export const FAMILIES = [
     doc: 'malformed apps/deployments/proxies skipped in Serve API answers',
     reads: ['cluster', 'malformedTotal'],
     sample: (x, emit) => emit([x.cluster], x.malformedTotal),
+  }),
+
+  fam({
+    name: 'hypha_serve_cluster_no_proxy_can_wake_apps', type: 'gauge', labels: ['ray_cluster'], stability: 'stable', scope: 'cluster',
+    help: 'The exporter\'s decision on HyphaServeNoProxyCanWakeApps: 1 when deployments of the cluster are idle at zero and no Serve '
+      + 'proxy is ready to take the request that wakes them; 0 otherwise.',
+    doc: 'the condition of `HyphaServeNoProxyCanWakeApps`: 1 when deployments are idle at zero (`hypha_serve_deployment_scaled_to_zero`) '
+      + 'and no Serve proxy can take a request: none of the probed proxies answers `/-/healthz` with 200, or Ray lists no proxy at all. '
+      + '0 otherwise; absent while Ray is not sampled or no proxy is probed (`proxy_probe` disabled, no HTTP port)',
+    reads: ['cluster', 'proxyPages'],
+    sample: (x, emit) => {
+      if (x.proxyPages) emit([x.cluster], x.proxyPages.noProxyCanWakeApps ? 1 : 0);
+    },
+  }),
+  fam({
+    name: 'hypha_serve_cluster_all_proxies_unready', type: 'gauge', labels: ['ray_cluster'], stability: 'stable', scope: 'cluster',
+    help: 'The exporter\'s decision on HyphaServeAllProxiesUnready: 1 when deployments of the cluster have RUNNING replicas and no '
+      + 'Serve proxy is ready to route to them; 0 otherwise.',
+    doc: 'the condition of `HyphaServeAllProxiesUnready`: 1 when deployments have RUNNING replicas and no Serve proxy can take a request '
+      + '(none of the probed proxies answers `/-/healthz` with 200, or Ray lists no proxy). 0 otherwise; absent while Ray is not sampled or '
+      + 'no proxy is probed',
+    reads: ['cluster', 'proxyPages'],
+    sample: (x, emit) => {
+      if (x.proxyPages) emit([x.cluster], x.proxyPages.allProxiesUnready ? 1 : 0);
+    },
   }),
 
   // ------------------------------------------------------------ Hypha registration and BioEngine workers

@@ -1,4 +1,4 @@
-import type { ServeApp, ServeDeployment } from '../snapshot/types';
+import type { ProxyPages, ServeApp, ServeDeployment } from '../snapshot/types';
 
 // How Serve's states are judged, in one place: the registration cause, the status page and the
 // metrics must agree on what "failed", "serviceable" and "not running" mean.
@@ -57,4 +57,19 @@ export function crashedDeployments(app: ServeApp): ServeDeployment[] {
 /** Gated deployments idle at zero RUNNING replicas. */
 export function idleDeployments(app: ServeApp): ServeDeployment[] {
   return gatedDeployments(app).filter((d) => runningReplicas(d) === 0);
+}
+
+/** The proxy pages of a Ray cluster from its Serve state (see ProxyPages). */
+export function proxyPages(state: { apps: readonly ServeApp[]; proxies: readonly { ready?: boolean }[] }): ProxyPages | undefined {
+  const probed = state.proxies.filter((p) => p.ready !== undefined);
+  const noneListed = state.proxies.length === 0;
+  if (!noneListed && probed.length === 0) return undefined;
+  const noneReady = noneListed || !probed.some((p) => p.ready === true);
+  if (!noneReady) return { noProxyCanWakeApps: false, allProxiesUnready: false };
+  const deployments = state.apps.flatMap((a) => a.deployments);
+  return {
+    noProxyCanWakeApps: deployments.some((d) => d.scaledToZero),
+    allProxiesUnready: deployments.some((d) => runningReplicas(d) > 0),
+    why: noneListed ? 'Ray lists no Serve proxy' : `none of ${probed.length} probed Serve proxies answers /-/healthz with 200`,
+  };
 }

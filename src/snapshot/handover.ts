@@ -1,5 +1,5 @@
 import type { RegistrationHistory } from './registration';
-import type { CanaryRecord } from './services';
+import type { CanaryRecord, HeldId } from './services';
 
 // The restart handover: what an exporter restart starts from (--storage.path; see persisted.ts). Never part of the
 // snapshot: the exporter gathers it from the sources' handovers and the registration stage, and
@@ -22,6 +22,8 @@ export interface RestartHandover {
   savedSeconds: number;
   /** Stale canaries by watched service id. */
   witnesses: ReadonlyMap<string, CanaryRecord>;
+  /** Stale configured holders (their spells and pages) by watched service id. */
+  holders: ReadonlyMap<string, readonly HeldId[]>;
   /** Registration history by registrationKey(). */
   registration: ReadonlyMap<string, RegistrationHistory>;
   /** What each connection saw of its Hypha server's id, by serverIdKey(). */
@@ -32,6 +34,8 @@ export interface RestartHandover {
 export interface SavedState {
   /** Each watched service's canary, by service id (the file keeps the stale ones: the witnesses). */
   witnesses: Map<string, CanaryRecord>;
+  /** Each watched service's configured holders that named an id, by service id (the file keeps the stale ones). */
+  holders: Map<string, readonly HeldId[]>;
   /** What each connection saw of its Hypha server's id, by serverIdKey(). */
   serverIds: Map<string, ServerIdFacts>;
   /** The history of every app the registration stage judged. */

@@ -24,6 +24,15 @@ const canarySchema = z.object({
   clientId: z.string(),
   sinceSeconds: z.number(),
   staleSinceSeconds: z.number().optional(),
+  pagedSeconds: z.number().optional(),
+});
+
+const heldIdSchema = z.object({
+  name: z.string(),
+  clientId: z.string(),
+  sinceSeconds: z.number().optional(),
+  staleSinceSeconds: z.number().optional(),
+  pagedSeconds: z.number().optional(),
 });
 
 const historySchema = z.object({
@@ -66,6 +75,8 @@ const stateSchema = z.object({
   // Optional: files written before it existed still load. Without it a restart forgets that a server
   // came back under another id (the ServerIdUnstable warning, and which stale ids are proven gone).
   serverIds: z.record(z.string(), serverIdSchema).optional(),
+  // Optional likewise. Without it a restart starts a stale holder's spell, and its page's wait, anew.
+  holders: z.record(z.string(), z.array(heldIdSchema)).optional(),
 });
 
 export type PersistedState = z.infer<typeof stateSchema>;
@@ -84,7 +95,12 @@ export function persistedStateOf(saved: SavedState, nowSeconds: number): Persist
   // A connection that never reported an id has nothing to continue.
   const serverIds: NonNullable<PersistedState['serverIds']> = {};
   for (const [key, facts] of saved.serverIds) if (facts.current !== undefined) serverIds[key] = facts;
-  return { version: 1, savedSeconds: nowSeconds, witnesses, registration, serverIds };
+  const holders: NonNullable<PersistedState['holders']> = {};
+  for (const [service, held] of saved.holders) {
+    const stale = held.filter((h) => h.staleSinceSeconds !== undefined);
+    if (stale.length > 0) holders[service] = stale.map((h) => ({ ...h }));
+  }
+  return { version: 1, savedSeconds: nowSeconds, witnesses, registration, serverIds, holders };
 }
 
 /** Reads the state file; a missing, unreadable, malformed or too old file restores nothing (and says why). */
@@ -117,6 +133,7 @@ export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.n
     witnesses: new Map(Object.entries(parsed.witnesses)),
     registration: new Map(parsed.registration.map((r) => [registrationKey(r.cluster, r.app), r.history])),
     serverIds: new Map(Object.entries(parsed.serverIds ?? {})),
+    holders: new Map(Object.entries(parsed.holders ?? {})),
   };
 }
 

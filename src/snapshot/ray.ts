@@ -58,6 +58,21 @@ export interface ServeState {
   requestedSeconds?: number;
 }
 
+/**
+ * The two proxy pages of a Ray cluster, decided once by proxyPages (src/serve/judgement.ts) at each
+ * sample (the metrics, `check` and the status page read the decision): no Serve proxy can take a
+ * request (none of the probed proxies answers /-/healthz with 200, or Ray lists no proxy at all) while
+ * deployments are idle at zero (nothing can wake them: HyphaServeNoProxyCanWakeApps) or have RUNNING
+ * replicas (nothing routes to them: HyphaServeAllProxiesUnready). Proxies listed but none probed (probe
+ * disabled, no HTTP port) is unknown: undefined, never a page.
+ */
+export interface ProxyPages {
+  noProxyCanWakeApps: boolean;
+  allProxiesUnready: boolean;
+  /** Why no proxy can take a request, when that holds (for `check` and the status page). */
+  why?: string;
+}
+
 export interface RayClusterSample {
   cluster: string;
   health: SourceHealth;
@@ -67,5 +82,7 @@ export interface RayClusterSample {
   appsDroppedTotal: number;
   /** Cumulative count of malformed entries skipped while parsing (an app or deployment). */
   malformedTotal: number;
+  /** The proxy pages, decided from `state` (proxyPages in src/serve/judgement.ts); undefined while unknown. */
+  proxyPages?: ProxyPages;
 }
 

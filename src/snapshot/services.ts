@@ -98,6 +98,56 @@ export interface CanaryRecord {
   sinceSeconds: number;
   /** Set while the canary is the witness: since when its id has not been among the live providers. */
   staleSinceSeconds?: number;
+  /** When HyphaServiceCachedProxyStale first held for it in the current stale spell (it holds until the spell ends). */
+  pagedSeconds?: number;
+}
+
+/**
+ * A configured holder's last reading that named an id, with its stale spell and page (what a reload
+ * hands over, and a restart continues while it is stale).
+ */
+export interface HeldId {
+  name: string;
+  clientId: string;
+  sinceSeconds?: number;
+  staleSinceSeconds?: number;
+  pagedSeconds?: number;
+}
+
+/**
+ * Why a held id is stale (the `cause` of hypha_serve_service_cached_stale_cause_info). Closed set:
+ * `server_gone` = proven final: the id is a Hypha server id that the server replaced when it came back
+ * under another id (built-in services are provided by client `<server_id>`, hypha store.py), so it never
+ * returns; `not_listed` = not among the live providers, and nothing proves it will not come back.
+ */
+export type StaleCause = 'server_gone' | 'not_listed';
+export const STALE_CAUSE_TEXT: Record<StaleCause, string> = {
+  server_gone: 'the cached id is a Hypha server id the server replaced when it came back under another id so it never returns',
+  not_listed: 'the cached id is not among the live providers of the service and nothing proves it will not come back',
+};
+
+/**
+ * The probe pages, decided over the probe window: undefined while the exporter has not watched the paths
+ * for a whole window since it started (a restart knows nothing of the window before it: unknown, never a
+ * page nor its end; the rules' gap bridge covers it).
+ */
+export interface ProbeVerdicts {
+  /** HyphaServiceCachedProbeFailing: no cached-path success within the window while a fresh one succeeded (never for a self-healing witness). */
+  cachedFailing?: boolean;
+  /** HyphaServiceProbeFailing: no success on any path within the window. */
+  allFailing?: boolean;
+}
+
+/** The exporter's decision on HyphaServiceCachedProxyStale for one held id. */
+export interface StalePageDecision {
+  firing: boolean;
+  /** Start of the stale spell (Unix seconds). */
+  sinceSeconds: number;
+  /** When the page fires (or fired): the spell's start plus the cause's wait (watched_services[].page_waits). */
+  dueSeconds: number;
+  cause: StaleCause;
+  /** The canary of a self-healing witness: a warning (HyphaServiceCachedProxySelfHealing), never this page. */
+  selfHealing: boolean;
 }
 
 /** A client id some long-lived client keeps for the service. */
@@ -120,6 +170,8 @@ export interface CachedHolder {
    * undefined when staleness is unknown.
    */
   serverGone?: boolean;
+  /** The page decision while stale (undefined while not stale or unknown). */
+  page?: StalePageDecision;
 }
 
 export interface WatchedServiceSample {
@@ -164,6 +216,8 @@ export interface WatchedServiceSample {
   witnessSelfHealing?: boolean;
   /** How long a self-healing witness is kept (canary.self_healing_release, default 5 minutes). */
   selfHealingReleaseSeconds?: number;
+  /** The probe pages over watched_services[].probe_window; empty while the source is down. */
+  probeVerdicts?: ProbeVerdicts;
 }
 
 export function emptyHistogram(): DurationHistogram {

@@ -199,6 +199,18 @@ export interface CachedHolderV1 {
   stale_since?: number;
   since?: number;
   error?: string;
+  /** The exporter's decision on HyphaServiceCachedProxyStale while the id is stale (optional, added to version 1). */
+  page?: StalePageV1;
+}
+
+export interface StalePageV1 {
+  firing: boolean;
+  /** When the page fired, or fires unless the id is live again first (Unix seconds). */
+  due: number;
+  /** server_gone (proven never to return) or not_listed. */
+  cause: string;
+  /** The canary of a self-healing witness: a warning, never this page. */
+  self_healing: boolean;
 }
 
 export interface ProbeV1 {

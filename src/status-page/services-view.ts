@@ -34,8 +34,12 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
   for (const c of w.cached) {
     const canary = c.holder === CANARY_HOLDER;
     if (c.stale === true) {
-      // A self-healing witness is a warning (HyphaServiceCachedProxySelfHealing), not a page.
-      flag(canary && selfHealing ? 'warning' : 'critical', `${c.holder} holds stale client id ${c.clientId ?? '?'} (not among the live providers)`);
+      // The exporter's decision: critical once the page fires; a self-healing witness (HyphaServiceCachedProxySelfHealing)
+      // and a stale id still within its wait are warnings.
+      const page = c.page?.firing ? '; HyphaServiceCachedProxyStale fires'
+        : c.page && !c.page.selfHealing ? `; the page fires at ${iso(c.page.dueSeconds)}` : '';
+      const gone = c.page?.cause === 'server_gone' ? ', a replaced server id: it never returns' : '';
+      flag(c.page?.firing ? 'critical' : 'warning', `${c.holder} holds stale client id ${c.clientId ?? '?'} (not among the live providers${gone})${page}`);
     }
     if (c.stale === true && canary && selfHealing) problems.push(selfHealingText(w));
     else if (c.stale === true && canary && w.holdersConfigured !== undefined) problems.push(witnessText(w));
@@ -46,6 +50,10 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
       if (p.outcome !== 'ok') flag('critical', `call through ${p.holder}'s cached proxy (${p.method}): ${p.outcome} after ${p.seconds.toFixed(2)} s`);
     }
   }
+  if (w.probeVerdicts?.cachedFailing) {
+    flag('critical', 'no call through the cached proxy succeeded within the probe window while a fresh one did (HyphaServiceCachedProbeFailing)');
+  }
+  if (w.probeVerdicts?.allFailing) flag('warning', 'no probe call on any path succeeded within the probe window (HyphaServiceProbeFailing)');
   const probes: ProbeV1[] = [];
   for (const via of VIAS) {
     const p = w.lastProbes[via];
@@ -54,10 +62,8 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
     if (p.target !== undefined) probe.target = p.target;
     if (p.error !== undefined) probe.error = p.error;
     probes.push(probe);
-    // The canary of a self-healing witness keeps calling the old id by design until it is released.
-    if (p.outcome !== 'ok') {
-      flag(via === 'cached' && selfHealing ? 'warning' : 'critical', `call via ${via} proxy: ${p.outcome} after ${p.seconds.toFixed(2)} s`);
-    }
+    // One failed call is a warning; the pages are the exporter's decisions over the probe window.
+    if (p.outcome !== 'ok') flag('warning', `call via ${via} proxy: ${p.outcome} after ${p.seconds.toFixed(2)} s`);
     else if (via === 'fresh' && (p.attempts ?? 1) > 1) flag('warning', `fresh probe needed ${p.attempts} providers: a listed provider did not answer`);
   }
   const out: WatchedServiceV1 = {
@@ -73,6 +79,7 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
       if (c.staleSinceSeconds !== undefined) h.stale_since = c.staleSinceSeconds;
       if (c.sinceSeconds !== undefined) h.since = c.sinceSeconds;
       if (c.error !== undefined) h.error = c.error;
+      if (c.page) h.page = { firing: c.page.firing, due: c.page.dueSeconds, cause: c.page.cause, self_healing: c.page.selfHealing };
       return h;
     }),
     client_id_changes_total: w.clientIdChangesTotal,
@@ -108,4 +115,8 @@ function witnessText(w: WatchedServiceSample): string {
         + `${h.recovery})`).join(', ')} do not re-resolve a stale proxy by themselves or may not`
       : 'no holders are configured, so the exporter cannot see whether the real long-lived clients recovered';
   return `the exporter's stale canary is kept as the witness: ${seen}; it ends when ${ends.join(', or ')}`;
+}
+
+function iso(t: number): string {
+  return new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }

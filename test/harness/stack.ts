@@ -14,7 +14,7 @@ import { HyphaHandle, startHypha } from './hypha';
 import type { PrometheusServer } from './prometheus';
 import { artifactsDir, Proc, repoRoot, startTogether } from './proc';
 import { RayCluster, startRay } from './ray';
-import { parseDocument } from 'yaml';
+import { isSeq, parseDocument } from 'yaml';
 import { MIN_UNCERTAIN_WAIT } from '../../src/config/hypha-schema';
 import { durationMs } from '../../src/config/validators';
 
@@ -94,8 +94,9 @@ export function exporterConfig(
 }
 
 /**
- * The exporter decides the incident-1 page's wait (hypha_registration.page_waits): a run whose rules'
- * `for:` is divided gets the uncertain wait divided alike, never below the exporter's minimum.
+ * The exporter decides the pages' waits (hypha_registration.page_waits; watched_services[].page_waits and
+ * probe_window): a run whose rules' `for:` is divided gets them divided alike, the incident-1 waits never
+ * below the exporter's minimum.
  */
 function scalePageWaits(text: string, divisor: number): string {
   if (divisor === 1) return text;
@@ -104,6 +105,13 @@ function scalePageWaits(text: string, divisor: number): string {
   const wait = `${Math.round(Math.max(durationMs(MIN_UNCERTAIN_WAIT), 300_000 / divisor) / 1000)}s`;
   doc.setIn(['hypha_registration', 'page_waits', 'uncertain'], wait);
   doc.setIn(['hypha_registration', 'page_waits', 'worker'], wait);
+  const services = doc.get('watched_services');
+  if (isSeq(services)) {
+    services.items.forEach((_s, i) => {
+      if (doc.getIn(['watched_services', i, 'page_waits']) === undefined) doc.setIn(['watched_services', i, 'page_waits', 'uncertain'], `${Math.round(120 / divisor)}s`);
+      if (doc.getIn(['watched_services', i, 'probe_window']) === undefined) doc.setIn(['watched_services', i, 'probe_window'], `${Math.round(180 / divisor)}s`);
+    });
+  }
   return doc.toString();
 }
 

@@ -11,18 +11,23 @@ import type { AppRegistration } from '../../src/snapshot/registration';
 import type { WatchedServiceSample } from '../../src/snapshot/services';
 import { newSourceHealth, RayClusterSample, Snapshot } from '../../src/snapshot/types';
 import { hyphaParts } from '../helpers/hypha-snapshot';
+import { proxyPages } from '../../src/serve/judgement';
+import { decideStalePage, DEFAULT_STALE_PAGE_WAITS } from '../../src/sources/services/state';
 
 const FIXTURES = path.resolve(__dirname, '..', 'fixtures', 'ray', '2.60');
 
 function raySample(file: string, opts: { ready?: boolean; up?: boolean } = {}): RayClusterSample {
   const p = parseServeInstance(JSON.parse(fs.readFileSync(path.join(FIXTURES, file), 'utf8')) as unknown);
   const proxies = p.proxies.map((x) => ({ ...x, ready: opts.ready }));
+  const state = { apps: p.apps, proxies, appsDropped: 0 };
   return {
     cluster: 'c1',
     health: { ...newSourceHealth('ray', 'c1'), up: opts.up ?? true, lastSuccessSeconds: 1 },
-    state: { apps: p.apps, proxies, appsDropped: 0 },
+    state,
     appsDroppedTotal: 0,
     malformedTotal: 0,
+    // As the Ray source decides them at each sample.
+    proxyPages: proxyPages(state),
   };
 }
 
@@ -43,13 +48,20 @@ function snapshot(ray: RayClusterSample, apps: Omit<AppRegistration, 'hypha'>[],
   };
 }
 
-function watched(stale: boolean | undefined, probes: { cached?: 'ok' | 'timeout'; fresh?: 'ok' | 'timeout' } = {}): WatchedServiceSample {
+/**
+ * A watched service as its source publishes it: `stale` with the exporter's page decision (stale since 0 s, judged
+ * at `now` with the shipped waits), `cachedFailing` the probe decision over the window.
+ */
+function watched(stale: boolean | undefined, probes: { cached?: 'ok' | 'timeout'; fresh?: 'ok' | 'timeout' } = {}, now = 600, cachedFailing?: boolean): WatchedServiceSample {
   const probe = (via: 'cached' | 'fresh', outcome: 'ok' | 'timeout') => ({ via, method: 'list', outcome, seconds: 0.1, atSeconds: 1 });
+  const page = stale ? decideStalePage(0, undefined, 'not_listed', false, now, DEFAULT_STALE_PAGE_WAITS) : undefined;
   return {
     service: 'public/artifact-manager', health: { ...newSourceHealth('hypha_service', 'public/artifact-manager'), up: true, lastSuccessSeconds: 1 },
-    providers: ['server-b'], resolvedClientId: 'server-b', cached: [{ holder: 'exporter', clientId: stale ? 'server-a' : 'server-b', stale }],
+    providers: ['server-b'], resolvedClientId: 'server-b',
+    cached: [{ holder: 'exporter', clientId: stale ? 'server-a' : 'server-b', stale, ...(stale ? { staleSinceSeconds: 0, page } : {}) }],
     clientIdChangesTotal: 1, canaryReresolvesTotal: 0, calls: [],
     lastProbes: { ...(probes.cached ? { cached: probe('cached', probes.cached) } : {}), ...(probes.fresh ? { fresh: probe('fresh', probes.fresh) } : {}) },
+    ...(cachedFailing !== undefined ? { probeVerdicts: { cachedFailing, allFailing: false } } : {}),
   };
 }
 
@@ -115,12 +127,19 @@ describe('alertConditions over recorded Serve answers', () => {
     expect(names(snapshot(sick, [registration(app.name, 'missing_crashed')]))).toEqual([]);
   });
 
-  test('a stale cached id, and a failing cached path beside a working fresh one, are conditions; unknown staleness is not', () => {
+  test('a stale cached id, and the exporter\'s decision that the cached path fails beside a working fresh one, are conditions; unknown staleness is not', () => {
     const base = running();
-    expect(names(snapshot(base, [], true, [watched(true, { cached: 'ok', fresh: 'ok' })]))).toEqual(['HyphaServiceCachedProxyStale public/artifact-manager (exporter)']);
+    const stale = alertConditions(snapshot(base, [], true, [watched(true, { cached: 'ok', fresh: 'ok' })]));
+    expect(stale.map((c) => `${c.alert} ${c.subject}`)).toEqual(['HyphaServiceCachedProxyStale public/artifact-manager (exporter)']);
+    expect(stale[0].text).toMatch(/\(cause not_listed\); the page fires since 1970-01-01T00:10:00Z$/);
+    // Stale for 10 s: a condition whose page waits (the decision says when it fires).
+    const fresh = alertConditions(snapshot(base, [], true, [watched(true, { cached: 'ok', fresh: 'ok' }, 10)]));
+    expect(fresh[0].text).toMatch(/the page fires at 1970-01-01T00:02:00Z unless the id is live again first$/);
     expect(names(snapshot(base, [], true, [watched(undefined, { cached: 'ok', fresh: 'ok' })]))).toEqual([]);
-    expect(names(snapshot(base, [], true, [watched(false, { cached: 'timeout', fresh: 'ok' })]))).toEqual(['HyphaServiceCachedProbeFailing public/artifact-manager']);
-    expect(names(snapshot(base, [], true, [watched(false, { cached: 'timeout', fresh: 'timeout' })]))).toEqual([]);
+    // The probe condition is the exporter's decision over its window, not the last call: one failed call is none.
+    expect(names(snapshot(base, [], true, [watched(false, { cached: 'timeout', fresh: 'ok' }, 600, true)]))).toEqual(['HyphaServiceCachedProbeFailing public/artifact-manager']);
+    expect(names(snapshot(base, [], true, [watched(false, { cached: 'timeout', fresh: 'ok' }, 600, false)]))).toEqual([]);
+    expect(names(snapshot(base, [], true, [watched(false, { cached: 'timeout', fresh: 'ok' })]))).toEqual([]);
   });
 
   test('no proxy ready: at zero it is the wake condition, with replicas the all-unready one; not probed is unknown', () => {

@@ -34,6 +34,7 @@ function savedWith(histories: SavedState['registration'], canaryStale: boolean):
   const canary = { fullId: 'public/old:artifact-manager', clientId: 'old', sinceSeconds: 100, ...(canaryStale ? { staleSinceSeconds: 200 } : {}) };
   return {
     witnesses: new Map([['public/artifact-manager', canary]]),
+    holders: new Map(),
     // The registry connection has not reported an id yet.
     serverIds: new Map([[serverIdKey('hypha', 'main'), { replaced: [] }]]),
     registration: histories,
@@ -62,6 +63,19 @@ describe('state that survives a restart', () => {
     expect(next.evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1300, 1290))[0]).toMatchObject({ state: 'missing_scaled_to_zero', unregisteredSinceSeconds: 1200 });
     // Without it: the honest cause, and the spell restarts.
     expect(new RegistrationTracker().evaluateCluster('c', [idle], exp, new ProviderIndex([]), input(1300, 1290))[0]).toMatchObject({ state: 'missing_history_unknown', unregisteredSinceSeconds: 1300 });
+  });
+
+  it('a stale configured holder\'s spell and page survive a restart; a live one is not kept', () => {
+    const saved = savedWith([], false);
+    saved.holders.set('public/artifact-manager', [
+      { name: 'w-stale', clientId: 'old', sinceSeconds: 10, staleSinceSeconds: 100, pagedSeconds: 220 },
+      { name: 'w-live', clientId: 'new', sinceSeconds: 10 },
+    ]);
+    const dir = tmp();
+    const { log } = memoryLogger();
+    new PersistedStateWriter(dir, () => saved, log).flush();
+    const restart = loadPersistedState(dir, log, Date.now() / 1000 + 5);
+    expect(restart?.holders.get('public/artifact-manager')).toEqual([{ name: 'w-stale', clientId: 'old', sinceSeconds: 10, staleSinceSeconds: 100, pagedSeconds: 220 }]);
   });
 
   it('what each connection saw of its server id survives a restart: a server that came back under a new id stays known', () => {

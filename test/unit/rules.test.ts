@@ -190,10 +190,8 @@ describe('the mixin generator', () => {
           exporter_selector: 'job="hse",namespace="monitoring"',
           runbook_url_template: 'https://wiki.example.org/runbooks/%s',
           bridge: '10m',
-          // Incident 2's wait is per cause (issue 19): an uncertain cause waits cause_waits.uncertain plus for:. Incident 1's
-          // waits are the exporter's (hypha_registration.page_waits, contract v0.4): its rule has for: and the bridge only.
+          // The pages' waits are the exporter's (contract v0.4): a page's rule has for: and the bridge only.
           alerts: { HyphaServeAppRunningNotRegistered: { for: '1m', keep_firing_for: '2m' }, HyphaServiceProbeFailing: { severity: 'critical' } },
-          cause_waits: { HyphaServiceCachedProxyStale: { uncertain: '9m' } },
         }),
       );
       const out = path.join(dir, 'out');
@@ -210,12 +208,10 @@ describe('the mixin generator', () => {
       const byName = new Map(doc.groups.flatMap((g) => g.rules).map((r) => [r.alert as string, r]));
       const reg = byName.get('HyphaServeAppRunningNotRegistered') as Record<string, unknown> & { annotations: Record<string, string> };
       expect(reg.for).toBe('1m');
-      const rendered = doc.groups.flatMap((g) => g.rules).filter((r) => typeof r.record === 'string').map((r) => ({ name: r.record as string, expr: String(r.expr) }));
       const stale = byName.get('HyphaServiceCachedProxyStale') as Record<string, unknown>;
-      const staleRule = expandedExpr({ expr: String(stale.expr) }, rendered);
-      // The uncertain cause wait (9m) and the bridge (10m) are in the recording rules the alert reads.
-      expect(staleRule).toContain('[9m]');
-      expect(staleRule).toContain('offset 9m');
+      // Incident 2 likewise: the exporter's decision over the replicas, bridged for the user's 10m, no recorded level.
+      expect(String(stale.expr)).toContain('hypha_serve_service_cached_stale_page{job="hse",namespace="monitoring"}[10m]');
+      expect(String(stale.expr)).not.toMatch(/[a-z_]+:hypha_serve_[a-z0-9_]+:[a-z0-9_]+/);
       expect(reg.keep_firing_for).toBe('2m');
       // Incident 1: the bridge in the alert itself (and in its annotations' one query each), no recorded level.
       expect(String(reg.expr)).toContain('[10m]');
@@ -251,6 +247,8 @@ describe('the mixin generator', () => {
         [{ exporter_selctor: 'job="x"' }, 'exporter_selctor'],
         // Contract v0.4: the exporter decides incident 1's page; its waits moved to the exporter config.
         [{ cause_waits: { HyphaServeAppRunningNotRegistered: { uncertain: '9m' } } }, 'hypha_registration.page_waits'],
+        [{ cause_waits: { HyphaServiceCachedProxyStale: { uncertain: '9m' } } }, 'watched_services[].page_waits'],
+        [{ probe_window: '5m' }, 'watched_services[].probe_window'],
       ];
       for (const [over, key] of cases) {
         const f = path.join(dir, 'bad.yml');
@@ -265,13 +263,11 @@ describe('the mixin generator', () => {
   test('scaleDurations shortens every duration for the e2e replays, and the result still loads', () => {
     const c = scaleDurations(CONFIG, 10, '5s');
     expect(c.bridge).toBe('30s');
-    expect(c.probe_window).toBe('18s');
-    // A for: of 0s (the per-cause alerts) stays 0s; their waits are scaled like every duration.
+    // A for: of 0s (the pages the exporter decides with their waits) stays 0s.
     expect(c.alerts.HyphaServeAppRunningNotRegistered.for).toBe('0s');
-    expect(c.cause_waits.HyphaServiceCachedProxyStale).toEqual({ proven: '0s', uncertain: '12s' });
-    expect(Object.keys(c.cause_waits)).toEqual(['HyphaServiceCachedProxyStale']);
+    expect(c.alerts.HyphaServiceCachedProxyStale.for).toBe('0s');
     expect(c.alerts.HyphaServeSourceStale.for).toBe('12s');
-    expect(scaleDurations(CONFIG, 1000, '5s').cause_waits.HyphaServiceCachedProxyStale.uncertain).toBe('5s');
+    expect(scaleDurations(CONFIG, 1000, '5s').alerts.HyphaServeSourceStale.for).toBe('5s');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hse-scaled-'));
     try {
       const pack = renderPack(c);

@@ -28,6 +28,9 @@ describe('watched_services config', () => {
       probe: { method: 'list', args: [], kwargs: { limit: 1, silent: true } },
       canary: { enabled: true, releasedClientIds: [] },
       holders: [],
+      // The exporter's waits of HyphaServiceCachedProxyStale and the window of the probe pages (contract v0.4).
+      pageWaits: { provenMs: 0, uncertainMs: 120_000 },
+      probeWindowMs: 180_000,
     }]);
     expect(cfg.watchedServices[0].canary.witnessMaxMs).toBeUndefined();
   });

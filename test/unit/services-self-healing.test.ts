@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/load';
 import { SnapshotStore } from '../../src/snapshot/store';
 import { HOLDER_RECOVERIES, WatchedServiceSample, WorkerHolder } from '../../src/snapshot/services';
 import { newSourceHealth, Snapshot } from '../../src/snapshot/types';
-import { SELF_HEALING_WITNESS_SECONDS, WatchState } from '../../src/sources/services/state';
+import { DEFAULT_STALE_PAGE_WAITS, SELF_HEALING_WITNESS_SECONDS, WatchState } from '../../src/sources/services/state';
 import { holderRecovery, WorkerHolders, workerHoldersOf } from '../../src/sources/services/worker-holders';
 import { WatchedServiceSource } from '../../src/sources/services/source';
 import { servicesView } from '../../src/status-page/services-view';
@@ -186,50 +186,73 @@ describe('WatchState: the self-healing witness', () => {
   });
 });
 
-function sample(o: { selfHealing: boolean; workers: WorkerHolder[] }): WatchedServiceSample {
+/**
+ * The sample the source publishes at t=400 for a canary on A that went stale at 100 (A re-registered as B), held by
+ * `workers`, its cached path failing and the fresh one working at every cycle since: judged by the WatchState itself.
+ */
+function sample(o: { workers: WorkerHolder[] }): WatchedServiceSample {
   const health = { ...newSourceHealth('hypha_service', AM), hypha: 'main', up: true, lastSuccessSeconds: 1 };
+  const st = new WatchState({ enabled: true }, 'list');
+  witness(st);
+  st.setWorkers(o.workers);
+  for (const t of [100, 200, 300, 400]) {
+    const probe = (via: 'cached' | 'fresh', outcome: 'ok' | 'not_found') => ({ via, method: 'list', outcome, seconds: 0.01, atSeconds: t });
+    st.applyCalls({ nowSeconds: t, probes: [probe('cached', 'not_found'), probe('fresh', 'ok')], holders: [] });
+  }
   return {
-    service: AM, health, providers: ['srv-b'], resolvedClientId: 'srv-b',
-    cached: [{ holder: 'exporter', clientId: 'srv-a', stale: true, staleSinceSeconds: 100, sinceSeconds: 0 }],
-    clientIdChangesTotal: 1, canaryReresolvesTotal: 0, calls: [],
-    lastProbes: { cached: { via: 'cached', method: 'list', outcome: 'not_found', seconds: 0.01, atSeconds: 1 }, fresh: { via: 'fresh', method: 'list', outcome: 'ok', seconds: 0.01, atSeconds: 1 } },
-    holdersConfigured: 0, witnessReleasesTotal: {}, workerHolders: o.workers, witnessSelfHealing: o.selfHealing, selfHealingReleaseSeconds: 300,
+    service: AM, health, providers: ['srv-b'], resolvedClientId: 'srv-b', cached: st.judge(400, DEFAULT_STALE_PAGE_WAITS, () => false),
+    clientIdChangesTotal: 1, canaryReresolvesTotal: 0, calls: [], lastProbes: st.lastProbes, probeVerdicts: st.probeVerdicts(400, 180_000),
+    holdersConfigured: 0, witnessReleasesTotal: {}, workerHolders: st.workers, witnessSelfHealing: st.witnessSelfHealing, selfHealingReleaseSeconds: 300,
   };
 }
 const snap = (w: WatchedServiceSample): Snapshot => ({ version: 1, ray: new Map(), services: new Map([[w.service, w]]) });
 
 describe('what the exporter says about it', () => {
-  test('metrics: holder_info per worker, witness_self_healing 0/1, the self_healing release reason always present', async () => {
-    let text = await renderSnapshot(snap(sample({ selfHealing: true, workers: [healing('w1'), { holder: 'w2', recovery: 'unknown' }] })));
+  test('metrics: holder_info per worker, witness_self_healing 0/1 and the exporter\'s page decisions, the self_healing release reason always present', async () => {
+    let text = await renderSnapshot(snap(sample({ workers: [healing('w1'), { holder: 'w2', recovery: 'unknown' }] })));
     expect(samplesOf(text, 'hypha_serve_service_holder_info', { service: AM }).map((s) => s.labels)).toEqual([
       { service: AM, hypha: 'main', holder: 'w1', version: '0.16.43', recovery: 'self_healing' },
       { service: AM, hypha: 'main', holder: 'w2', version: '', recovery: 'unknown' },
     ]);
+    // A worker whose recovery is unknown keeps the witness a page.
+    expect(seriesValue(text, 'hypha_serve_service_witness_self_healing', { service: AM, hypha: 'main' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_service_cached_stale_page', { service: AM, holder: 'exporter' })).toBe(1);
+    text = await renderSnapshot(snap(sample({ workers: [healing('w1')] })));
     expect(seriesValue(text, 'hypha_serve_service_witness_self_healing', { service: AM, hypha: 'main' })).toBe(1);
     expect(seriesValue(text, 'hypha_serve_service_witness_releases_total', { service: AM, reason: 'self_healing' })).toBe(0);
-    text = await renderSnapshot(snap(sample({ selfHealing: false, workers: [old('w1')] })));
+    // The self-healing witness pages nothing: neither the stale canary nor its failing cached path.
+    expect(seriesValue(text, 'hypha_serve_service_cached_stale_page', { service: AM, holder: 'exporter' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_service_cached_probe_failing', { service: AM })).toBe(0);
+    expect(samplesOf(text, 'hypha_serve_service_cached_stale_cause_info', { service: AM }).map((s) => s.labels)).toEqual([{
+      service: AM, holder: 'exporter', client_id: 'srv-a', cause: 'not_listed',
+      reason: 'the cached id is not among the live providers of the service and nothing proves it will not come back', holders: 'workers',
+    }]);
+    text = await renderSnapshot(snap(sample({ workers: [old('w1')] })));
     expect(seriesValue(text, 'hypha_serve_service_witness_self_healing', { service: AM, hypha: 'main' })).toBe(0);
+    expect(seriesValue(text, 'hypha_serve_service_cached_stale_page', { service: AM, holder: 'exporter' })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_service_cached_probe_failing', { service: AM })).toBe(1);
+    expect(seriesValue(text, 'hypha_serve_service_probe_failing', { service: AM })).toBe(0);
     // While the source is down: no verdict (the rules bridge the last one).
-    const down = sample({ selfHealing: true, workers: [] });
+    const down = sample({ workers: [] });
     text = await renderSnapshot(snap({ ...down, health: { ...down.health, up: false } }));
     expect(seriesValue(text, 'hypha_serve_service_witness_self_healing', { service: AM, hypha: 'main' })).toBeUndefined();
   });
 
   test('check: a self-healing witness is no critical condition (neither the stale canary nor its cached probe); an older worker is named', () => {
-    expect(alertConditions(snap(sample({ selfHealing: true, workers: [healing('w1')] })))).toEqual([]);
-    const conditions = alertConditions(snap(sample({ selfHealing: false, workers: [healing('w1'), old('w-old'), { holder: 'w-x', recovery: 'unknown' }] })));
+    expect(alertConditions(snap(sample({ workers: [healing('w1')] })))).toEqual([]);
+    const conditions = alertConditions(snap(sample({ workers: [healing('w1'), old('w-old'), { holder: 'w-x', recovery: 'unknown' }] })));
     expect(conditions.map((c) => c.alert)).toEqual(['HyphaServiceCachedProxyStale', 'HyphaServiceCachedProbeFailing']);
     expect(conditions[0].text).toContain('w-old (BioEngine 0.16.1, stays_stale), w-x (version unknown, unknown)');
     expect(conditions[0].text).not.toContain('w1');
   });
 
   test('status page: a warning with the workers and their recovery, not critical', () => {
-    const [v] = servicesView(snap(sample({ selfHealing: true, workers: [healing('w1')] }))).services;
+    const [v] = servicesView(snap(sample({ workers: [healing('w1')] }))).services;
     expect(v.severity).toBe('warning');
     expect(v.witness_self_healing).toBe(true);
     expect(v.worker_holders).toEqual([{ holder: 'w1', version: '0.16.43', recovery: 'self_healing' }]);
     expect(v.problems.join(' ')).toMatch(/self-healing witness.*w1 \(BioEngine 0\.16\.43/);
-    const [o] = servicesView(snap(sample({ selfHealing: false, workers: [old('w-old')] }))).services;
+    const [o] = servicesView(snap(sample({ workers: [old('w-old')] }))).services;
     expect(o.severity).toBe('critical');
     expect(o.problems.join(' ')).toContain('w-old (BioEngine 0.16.1, stays_stale) do not re-resolve');
   });

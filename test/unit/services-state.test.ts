@@ -235,6 +235,90 @@ describe('WatchState', () => {
   });
 });
 
+// Contract v0.4: the exporter decides HyphaServiceCachedProxyStale and the probe pages itself.
+describe('the pages the watch state decides', () => {
+  const WAITS = { provenMs: 0, uncertainMs: 120_000 };
+  const at = (via: 'cached' | 'fresh', outcome: ProbeResult['outcome'], t: number): ProbeResult => ({ via, method: 'list', outcome, seconds: 0.01, atSeconds: t });
+  /** A canary on A, then A re-registers as B at t=100 (not a replaced server id unless `gone`). */
+  function staleAt100(st: WatchState): void {
+    st.adoptCanaryIfNone(A, 0);
+    st.applyRegistry({ nowSeconds: 0, providers: ['srv-a'], resolved: A });
+    st.applyRegistry({ nowSeconds: 100, providers: ['srv-b'], resolved: B });
+  }
+  const pageOf = (st: WatchState, t: number, gone = false) => st.judge(t, WAITS, () => gone)[0].page;
+
+  test('an unproven stale id pages once it has been stale for the uncertain wait, and holds until the id is live again', () => {
+    const st = new WatchState(NO_LIMIT, 'list');
+    staleAt100(st);
+    expect(pageOf(st, 100)).toEqual({ firing: false, sinceSeconds: 100, dueSeconds: 220, cause: 'not_listed', selfHealing: false });
+    expect(pageOf(st, 219)?.firing).toBe(false);
+    expect(pageOf(st, 220)).toEqual({ firing: true, sinceSeconds: 100, dueSeconds: 220, cause: 'not_listed', selfHealing: false });
+    // A cycle whose providers cannot be listed is unknown: no decision, and the spell and its page stay.
+    st.applyRegistry({ nowSeconds: 235, providers: undefined, resolved: undefined });
+    expect(st.judge(235, WAITS, () => false)[0].page).toBeUndefined();
+    st.applyRegistry({ nowSeconds: 250, providers: ['srv-b'], resolved: B });
+    expect(pageOf(st, 250)).toMatchObject({ firing: true, dueSeconds: 220 });
+    // The old id is live again: the spell ends with its page.
+    st.applyRegistry({ nowSeconds: 265, providers: ['srv-a', 'srv-b'], resolved: B });
+    expect(st.judge(265, WAITS, () => false)[0]).toMatchObject({ stale: false, serverGone: false });
+    expect(st.judge(265, WAITS, () => false)[0].page).toBeUndefined();
+  });
+
+  test('a stale id proven gone (a replaced server id) pages at once; the page holds whatever the cause becomes', () => {
+    const st = new WatchState(NO_LIMIT, 'list');
+    staleAt100(st);
+    expect(pageOf(st, 100, true)).toEqual({ firing: true, sinceSeconds: 100, dueSeconds: 100, cause: 'server_gone', selfHealing: false });
+    expect(pageOf(st, 115, false)).toEqual({ firing: true, sinceSeconds: 100, dueSeconds: 100, cause: 'not_listed', selfHealing: false });
+  });
+
+  test('the canary of a self-healing witness never pages; a worker that cannot re-resolve makes it a page, counted from the spell\'s start', () => {
+    const st = new WatchState(NO_LIMIT, 'list');
+    staleAt100(st);
+    st.setWorkers([{ holder: 'w1', version: '0.16.43', recovery: 'self_healing' }]);
+    expect(pageOf(st, 300)).toMatchObject({ firing: false, selfHealing: true });
+    st.setWorkers([{ holder: 'w1', version: '0.16.43', recovery: 'self_healing' }, { holder: 'w0', version: '0.16.1', recovery: 'stays_stale' }]);
+    expect(pageOf(st, 301)).toEqual({ firing: true, sinceSeconds: 100, dueSeconds: 301, cause: 'not_listed', selfHealing: false });
+  });
+
+  test('a configured holder\'s stale spell and page go on through a reload and a restart (its saved spell)', () => {
+    const spec = [{ name: 'w', reportsId: true }];
+    const st = new WatchState({ enabled: false }, 'list', spec);
+    st.applyRegistry({ nowSeconds: 0, providers: ['srv-a'], resolved: A });
+    st.applyCalls({ nowSeconds: 0, probes: [], holders: [{ name: 'w', clientId: 'srv-a' }] });
+    st.applyRegistry({ nowSeconds: 100, providers: ['srv-b'], resolved: B });
+    expect(pageOf(st, 230)).toMatchObject({ firing: true, dueSeconds: 230 });
+    const held = st.handover().holders;
+    expect(held).toEqual([{ name: 'w', clientId: 'srv-a', sinceSeconds: 0, staleSinceSeconds: 100, pagedSeconds: 230 }]);
+    for (const next of [new WatchState({ enabled: false }, 'list', spec, st.handover()), new WatchState({ enabled: false }, 'list', spec, undefined, undefined, held)]) {
+      // After the restart nothing is known until the first listing; then the page holds at once.
+      expect(next.judge(300, WAITS, () => false)[0].page).toBeUndefined();
+      next.applyRegistry({ nowSeconds: 300, providers: ['srv-b'], resolved: B });
+      expect(pageOf(next, 300)).toMatchObject({ firing: true, sinceSeconds: 100, dueSeconds: 230 });
+    }
+  });
+
+  test('probe pages: unknown until a whole window was watched, then the cached path failing beside a working fresh one', () => {
+    const st = new WatchState(NO_LIMIT, 'list');
+    const W = 180_000;
+    expect(st.probeVerdicts(0, W)).toEqual({});
+    st.applyCalls({ nowSeconds: 0, probes: [at('cached', 'ok', 0), at('fresh', 'ok', 0)], holders: [] });
+    expect(st.probeVerdicts(179, W)).toEqual({});
+    expect(st.probeVerdicts(180, W)).toEqual({ cachedFailing: false, allFailing: false });
+    // The cached path fails from 200; fresh resolution picks a dead provider at random now and then.
+    for (let t = 200; t <= 600; t += 20) {
+      st.applyCalls({ nowSeconds: t, probes: [at('cached', 'timeout', t), at('fresh', t % 60 === 0 ? 'timeout' : 'ok', t)], holders: [] });
+    }
+    expect(st.probeVerdicts(180, W)).toEqual({ cachedFailing: false, allFailing: false });
+    expect(st.probeVerdicts(600, W)).toEqual({ cachedFailing: true, allFailing: false });
+    // Every path fails for a window: the service is down, not a stale proxy.
+    for (let t = 620; t <= 820; t += 20) st.applyCalls({ nowSeconds: t, probes: [at('cached', 'timeout', t), at('fresh', 'timeout', t)], holders: [] });
+    expect(st.probeVerdicts(820, W)).toEqual({ cachedFailing: false, allFailing: true });
+    // A restart knows nothing of the window before it; a reload hands it over.
+    expect(new WatchState(NO_LIMIT, 'list').probeVerdicts(820, W)).toEqual({});
+    expect(new WatchState(NO_LIMIT, 'list', [], st.handover()).probeVerdicts(820, W)).toEqual({ cachedFailing: false, allFailing: true });
+  });
+});
+
 describe('holder field and outcomes', () => {
   test('reads ids by dotted path and reduces full ids to the client id', () => {
     const r = { artifact_manager: { id: 'public/srv-a:artifact-manager' }, list: [{ c: 'ws/cli-9' }], bare: 'cli-1', n: 3 };

@@ -9,13 +9,31 @@ function view(over: Partial<WatchedServiceSample>) {
   const s: Snapshot = { version: 1, ray: new Map(), services: new Map([[SERVICE, w]]) };
   return servicesView(s).services[0];
 }
-const stale = [{ holder: 'exporter', clientId: 'c-old', stale: true, staleSinceSeconds: 50, sinceSeconds: 10 }];
+const page = { firing: true, sinceSeconds: 50, dueSeconds: 170, cause: 'not_listed' as const, selfHealing: false };
+const stale = [{ holder: 'exporter', clientId: 'c-old', stale: true, staleSinceSeconds: 50, sinceSeconds: 10, page }];
+
+test('a stale canary is critical once the exporter decides the page, a warning while its wait runs', () => {
+  const waiting = view({ providers: ['c-new'], cached: [{ ...stale[0], page: { ...page, firing: false } }], holdersConfigured: 0 });
+  expect(waiting.severity).toBe('warning');
+  expect(waiting.problems[0]).toBe('exporter holds stale client id c-old (not among the live providers); the page fires at 1970-01-01T00:02:50Z');
+  expect(waiting.cached[0].page).toEqual({ firing: false, due: 170, cause: 'not_listed', self_healing: false });
+  const gone = view({ providers: ['c-new'], cached: [{ ...stale[0], page: { ...page, cause: 'server_gone' } }], holdersConfigured: 0 });
+  expect(gone.severity).toBe('critical');
+  expect(gone.problems[0]).toBe('exporter holds stale client id c-old (not among the live providers, a replaced server id: it never returns); '
+    + 'HyphaServiceCachedProxyStale fires');
+});
+
+test('the exporter\'s probe decisions: the cached path failing over the window is critical, every path failing a warning', () => {
+  expect(view({ providers: ['c-new'], probeVerdicts: { cachedFailing: true, allFailing: false } }).severity).toBe('critical');
+  expect(view({ providers: ['c-new'], probeVerdicts: { cachedFailing: false, allFailing: true } }).severity).toBe('warning');
+  expect(view({ providers: ['c-new'], probeVerdicts: { cachedFailing: false, allFailing: false } }).severity).toBe('ok');
+});
 
 test('a stale canary says what the exporter can and cannot know and how the witness ends', () => {
   let v = view({ providers: ['c-new'], cached: stale, holdersConfigured: 0 });
   expect(v.severity).toBe('critical');
   expect(v.problems).toEqual([
-    'exporter holds stale client id c-old (not among the live providers)',
+    'exporter holds stale client id c-old (not among the live providers); HyphaServiceCachedProxyStale fires',
     "the exporter's stale canary is kept as the witness: no holders are configured, so the exporter cannot see whether the real long-lived clients recovered; " +
       'it ends when its client id is a live provider again, or an operator lists it in canary.released_client_ids',
   ]);

@@ -294,9 +294,11 @@ describe('watched services in /api/v1/status and the transition log', () => {
     const t = 1_790_000_000;
     put(sample({ providers: ['c-old'], resolvedClientId: 'c-old', cached: [{ holder: 'exporter', clientId: 'c-old', stale: false, sinceSeconds: t }],
       lastProbes: { cached: probe('cached', 'ok', 0.004, t), fresh: probe('fresh', 'ok', 0.003, t) } }, t));
-    // The artifact manager re-registered under a new client id; the canary still holds the old one.
+    // The artifact manager re-registered under a new client id (Hypha came back under another server id, so the old
+    // id is proven gone and the exporter pages at once); the canary still holds the old one.
+    const page = { firing: true, sinceSeconds: t + 10, dueSeconds: t + 10, cause: 'server_gone' as const, selfHealing: false };
     put(sample({ providers: ['c-new'], resolvedClientId: 'c-new', clientIdChangesTotal: 1, lastChangeSeconds: t + 10,
-      cached: [{ holder: 'exporter', clientId: 'c-old', stale: true, staleSinceSeconds: t + 10, sinceSeconds: t }],
+      cached: [{ holder: 'exporter', clientId: 'c-old', stale: true, staleSinceSeconds: t + 10, sinceSeconds: t, serverGone: true, page }],
       lastProbes: { cached: probe('cached', 'timeout', 5, t + 10), fresh: probe('fresh', 'ok', 0.03, t + 10) } }, t + 10));
     const build = () => buildStatus({ snapshot: store.get(), transitions: rec.list(), transitionsCapacity: rec.capacity, ready: true, version: 'v', revision: 'r', now: t + 11 });
     let s = build();
@@ -305,13 +307,20 @@ describe('watched services in /api/v1/status and the transition log', () => {
     const w = s.watched_services[0];
     expect(w).toMatchObject({
       service: SERVICE, severity: 'critical', up: true, providers: 1, provider_client_ids: ['c-new'], resolved_client_id: 'c-new',
-      cached: [{ holder: 'exporter', client_id: 'c-old', stale: true, stale_since: t + 10, since: t }], client_id_changes_total: 1, last_change_at: t + 10,
+      cached: [{
+        holder: 'exporter', client_id: 'c-old', stale: true, stale_since: t + 10, since: t,
+        page: { firing: true, due: t + 10, cause: 'server_gone', self_healing: false },
+      }],
+      client_id_changes_total: 1, last_change_at: t + 10,
     });
     expect(w.probes).toEqual([
       expect.objectContaining({ via: 'cached', success: false, outcome: 'timeout', latency_seconds: 5 }),
       expect.objectContaining({ via: 'fresh', success: true, outcome: 'ok', latency_seconds: 0.03 }),
     ]);
-    expect(w.problems).toEqual(['exporter holds stale client id c-old (not among the live providers)', 'call via cached proxy: timeout after 5.00 s']);
+    expect(w.problems).toEqual([
+      'exporter holds stale client id c-old (not among the live providers, a replaced server id: it never returns); HyphaServiceCachedProxyStale fires',
+      'call via cached proxy: timeout after 5.00 s',
+    ]);
     expect(s.problems).toEqual([expect.objectContaining({ severity: 'critical', kind: 'service', subject: SERVICE })]);
     expect(s.sources).toEqual([expect.objectContaining({ source: 'hypha', target: SERVICE, up: true })]);
 

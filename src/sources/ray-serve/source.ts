@@ -10,6 +10,7 @@ import { httpGet } from '../http-get';
 import { sampleReasonOf } from '../sample-reason';
 import { Poller, Source } from '../poller';
 import { ParsedServe, parseServeInstance } from './parse';
+import { proxyPages } from '../../serve/judgement';
 import { VERSION } from '../../util/version';
 
 const HEALTHZ_MAX_BYTES = 4096;
@@ -170,6 +171,7 @@ export class RayServeSource implements Source<RayServeHandover> {
       state,
       appsDroppedTotal: this.#appsDroppedTotal,
       malformedTotal: this.#malformedTotal,
+      proxyPages: state ? proxyPages(state) : undefined,
     });
   }
 }

@@ -28,10 +28,15 @@ export const watchedServicesPlanner = (workers?: WorkerHolders): SourcePlanner =
           { name: hypha.name, options: { serverUrl: hypha.serverUrl, workspace: hypha.workspace, token: hypha.token } },
           store,
           log.child({ source: 'hypha_service', target: w.service }),
-          { handover, restart: { witness: restart?.witnesses.get(w.service), serverIds: restart?.serverIds.get(idKey) }, workers },
+          {
+            handover,
+            restart: { witness: restart?.witnesses.get(w.service), holders: restart?.holders.get(w.service), serverIds: restart?.serverIds.get(idKey) },
+            workers,
+          },
         ),
       save: (h, into) => {
         if (h.watch.canary) into.witnesses.set(w.service, h.watch.canary);
+        into.holders.set(w.service, h.watch.holders);
         into.serverIds.set(idKey, h.serverIds);
       },
     };

@@ -3,7 +3,7 @@ import type { HolderConfig, ProbeCall, WatchedServiceConfig } from '../../config
 import type { SnapshotStore } from '../../snapshot/store';
 import type { ServerIdFacts } from '../../snapshot/handover';
 import type { SourceHealth } from '../../snapshot/health';
-import { CanaryRecord, HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
+import { CanaryRecord, HeldId, HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
 import { errorMessage, SourceError } from '../../util/errors';
 import { HealthBook } from '../health-book';
 import { HyphaClient, HyphaConnectOptions, HyphaConnection } from '../hypha/client';
@@ -40,7 +40,7 @@ export interface WatchedServiceHandover {
 /** What a watched-service source starts from: its predecessor's handover (a reload), or the restart handover (what was saved before a restart). */
 export interface WatchedServiceStart {
   handover?: WatchedServiceHandover;
-  restart?: { witness?: CanaryRecord; serverIds?: ServerIdFacts };
+  restart?: { witness?: CanaryRecord; holders?: readonly HeldId[]; serverIds?: ServerIdFacts };
   /** The BioEngine workers of its server, its holders when none is configured (served by the exporter); none when absent. */
   workers?: WorkerHolders;
 }
@@ -97,7 +97,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     }
     this.#serverIds = new ServerIdWatch(handover?.serverIds ?? restart?.serverIds);
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
-    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, handover?.watch, restart?.witness);
+    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, handover?.watch, restart?.witness, restart?.holders);
     this.#state.setWorkers(this.#workerHolders());
     this.#client = new HyphaClient({
       ...conn.options,
@@ -418,11 +418,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
       providers: up ? st.providers : undefined,
       resolvedClientId: up ? this.#lastResolved.clientId : undefined,
       resolveError: up ? this.#lastResolved.error : undefined,
-      cached: up
-        ? st.cached.map((c) => (c.stale === undefined || c.clientId === undefined
-          ? c
-          : { ...c, serverGone: c.stale && this.#serverIds.replacedServer(c.clientId) }))
-        : [],
+      cached: up ? st.judge(Date.now() / 1000, this.cfg.pageWaits, (id) => this.#serverIds.replacedServer(id)) : [],
       clientIdChangesTotal: st.changesTotal,
       lastChangeSeconds: st.lastChangeSeconds,
       canaryReresolvesTotal: st.reresolvesTotal,
@@ -436,6 +432,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
       selfHealingReleaseSeconds: (this.cfg.canary.selfHealingReleaseMs ?? SELF_HEALING_WITNESS_SECONDS * 1000) / 1000,
     };
     if (this.cfg.canary.enabled) sample.witnessSelfHealing = st.witnessSelfHealing;
+    if (up) sample.probeVerdicts = st.probeVerdicts(Date.now() / 1000, this.cfg.probeWindowMs);
     this.#published = true;
     this.store.setService(this.cfg.service, sample);
   }

@@ -1,3 +1,4 @@
+import type { StalePageWaits } from '../../config/services-schema';
 import {
   CALL_OUTCOMES,
   CALL_VIAS,
@@ -7,10 +8,14 @@ import {
   CANARY_HOLDER,
   CanaryRecord,
   emptyHistogram,
+  HeldId,
   HolderProbeResult,
   observe,
   ProbeResult,
+  ProbeVerdicts,
   ProbeVia,
+  StaleCause,
+  StalePageDecision,
   WitnessReleaseReason,
   WorkerHolder,
 } from '../../snapshot/services';
@@ -110,14 +115,6 @@ export interface CycleEvents {
   witnessReleased?: WitnessRelease;
 }
 
-/** A holder's last reading that named an id, with its stale spell. */
-export interface HeldId {
-  name: string;
-  clientId: string;
-  sinceSeconds?: number;
-  staleSinceSeconds?: number;
-}
-
 /** What a WatchState hands over when a reload restarts its source (see WatchState.handover). */
 export interface WatchHandover {
   /** The last provider set that could be listed. */
@@ -133,7 +130,16 @@ export interface WatchHandover {
   holderProbes: HolderProbeResult[];
   /** Start of the witness's current self-healing spell (absent in handovers of older versions: it starts again). */
   selfHealingSinceSeconds?: number;
+  /** Per probe path, since when it has been probed and its last success (absent in older handovers: watched anew). */
+  probeSpans?: Partial<Record<ProbeVia, ProbeSpan>>;
 }
+
+/** How long a probe path has been watched (this process or its predecessor of a reload) and when it last succeeded. */
+export interface ProbeSpan {
+  firstSeconds: number;
+  lastOkSeconds?: number;
+}
+
 
 function key(method: string, via: CallVia, outcome: string, holder = ''): string {
   return `${method}\u0000${via}\u0000${outcome}\u0000${holder}`;
@@ -143,6 +149,24 @@ interface HolderRecord {
   reading: HolderReading;
   sinceSeconds?: number;
   staleSinceSeconds?: number;
+  pagedSeconds?: number;
+}
+
+/** Today's waits (the defaults of watched_services[].page_waits). */
+export const DEFAULT_STALE_PAGE_WAITS: StalePageWaits = { provenMs: 0, uncertainMs: 120_000 };
+
+/**
+ * The page of one stale held id, decided on its spell: it fires once the id has been stale for its
+ * cause's wait (at once when the cause is proven final) and then holds until the spell ends (the id is
+ * live again, or the holder holds another), whatever the cause becomes. The canary of a self-healing
+ * witness never pages (it warns), and does not start the count of a page either.
+ */
+export function decideStalePage(
+  staleSinceSeconds: number, pagedSeconds: number | undefined, cause: StaleCause, selfHealing: boolean, nowSeconds: number, waits: StalePageWaits,
+): StalePageDecision & { pagedSeconds?: number } {
+  const due = staleSinceSeconds + (cause === 'server_gone' ? waits.provenMs : waits.uncertainMs) / 1000;
+  const paged = pagedSeconds ?? (!selfHealing && nowSeconds >= due ? nowSeconds : undefined);
+  return { firing: !selfHealing && paged !== undefined, sinceSeconds: staleSinceSeconds, dueSeconds: paged ?? due, cause, selfHealing, pagedSeconds: paged };
 }
 
 export class WatchState {
@@ -165,6 +189,7 @@ export class WatchState {
   #workers: WorkerHolder[] = [];
   /** Since when the witness has been self-healing without a break (its release is counted from here). */
   #selfHealingSince: number | undefined;
+  #probeSpans: Partial<Record<ProbeVia, ProbeSpan>> = {};
 
   constructor(
     canary: CanaryOptions,
@@ -174,6 +199,8 @@ export class WatchState {
     handover?: WatchHandover,
     /** A witness saved before an exporter restart (--storage.path): the page must not end with the process. */
     restartWitness?: Canary,
+    /** Stale holders saved before an exporter restart: their spells and pages go on. */
+    restartHolders?: readonly HeldId[],
   ) {
     this.#canaryOpts = canary;
     // Zero series for the configured probes so rate() sees the first failure.
@@ -183,7 +210,21 @@ export class WatchState {
     if (probeMethod !== undefined) for (const via of CALL_VIAS) zero(probeMethod, via);
     for (const h of holderSpecs) if (h.probeMethod !== undefined) zero(h.probeMethod, 'holder', h.name);
     if (handover) this.#takeHandover(handover);
-    else if (restartWitness && canary.enabled) this.#canary = { ...restartWitness };
+    else {
+      if (restartWitness && canary.enabled) this.#canary = { ...restartWitness };
+      this.#takeHolders(restartHolders ?? []);
+    }
+  }
+
+  /** Holders a reload removed from the config are not taken over. */
+  #takeHolders(held: readonly HeldId[]): void {
+    const names = new Set(this.holderSpecs.map((h) => h.name));
+    for (const h of held) {
+      if (!names.has(h.name)) continue;
+      this.#holders.push({
+        reading: { name: h.name, clientId: h.clientId }, sinceSeconds: h.sinceSeconds, staleSinceSeconds: h.staleSinceSeconds, pagedSeconds: h.pagedSeconds,
+      });
+    }
   }
 
   #takeHandover(handover: WatchHandover): void {
@@ -195,17 +236,13 @@ export class WatchState {
     if (this.#canaryOpts.enabled && handover.canary) this.#canary = { ...handover.canary };
     for (const c of handover.calls) this.#calls.set(key(c.method, c.via, c.outcome, c.holder), c);
     Object.assign(this.#lastProbes, handover.lastProbes);
-    // Holders a reload removed from the config are not taken over.
-    const names = new Set(this.holderSpecs.map((h) => h.name));
-    for (const h of handover.holders) {
-      if (!names.has(h.name)) continue;
-      this.#holders.push({ reading: { name: h.name, clientId: h.clientId }, sinceSeconds: h.sinceSeconds, staleSinceSeconds: h.staleSinceSeconds });
-    }
+    this.#takeHolders(handover.holders);
     for (const p of handover.holderProbes) {
       const spec = this.holderSpecs.find((h) => h.name === p.holder);
       if (spec?.probeMethod === p.method) this.#holderProbes.set(p.holder, p);
     }
     if (this.#canary?.staleSinceSeconds !== undefined) this.#selfHealingSince = handover.selfHealingSinceSeconds;
+    this.#probeSpans = { ...handover.probeSpans };
   }
 
   get canary(): Canary | undefined {
@@ -217,7 +254,9 @@ export class WatchState {
     const holders: HeldId[] = [];
     for (const h of this.#holders) {
       const clientId = h.reading.clientId;
-      if (clientId !== undefined) holders.push({ name: h.reading.name, clientId, sinceSeconds: h.sinceSeconds, staleSinceSeconds: h.staleSinceSeconds });
+      if (clientId !== undefined) {
+        holders.push({ name: h.reading.name, clientId, sinceSeconds: h.sinceSeconds, staleSinceSeconds: h.staleSinceSeconds, pagedSeconds: h.pagedSeconds });
+      }
     }
     return {
       providers: this.#providers,
@@ -231,6 +270,7 @@ export class WatchState {
       holders,
       holderProbes: this.holderProbes,
       ...(this.#selfHealingSince !== undefined ? { selfHealingSinceSeconds: this.#selfHealingSince } : {}),
+      probeSpans: { ...this.#probeSpans },
     };
   }
 
@@ -297,7 +337,7 @@ export class WatchState {
         ev.canaryBecameStale = true;
       } else if (stale === false && c.staleSinceSeconds !== undefined) {
         // The old id is live again (e.g. a fixed server id came back): the condition itself is gone.
-        this.#canary = { ...c, staleSinceSeconds: undefined };
+        this.#canary = { ...c, staleSinceSeconds: undefined, pagedSeconds: undefined };
         this.#count('returned');
         ev.witnessReleased = { reason: 'returned', from: c.fullId };
       }
@@ -331,6 +371,8 @@ export class WatchState {
       // Every provider the fresh path tried is a real call; the probe result is the path's verdict.
       if (!(p.via === 'fresh' && o.freshAttempts && o.freshAttempts.length > 0)) record(p.method, p.via, p.outcome, p.seconds);
       this.#lastProbes[p.via] = p;
+      const span = this.#probeSpans[p.via] ?? { firstSeconds: p.atSeconds };
+      this.#probeSpans[p.via] = p.outcome === 'ok' ? { ...span, lastOkSeconds: p.atSeconds } : span;
     }
     for (const a of o.freshAttempts ?? []) record(a.method, 'fresh', a.outcome, a.seconds);
     for (const hp of o.holderProbes ?? []) {
@@ -344,6 +386,7 @@ export class WatchState {
         const same = prev?.reading.clientId === reading.clientId;
         rec.sinceSeconds = same ? prev?.sinceSeconds : now;
         rec.staleSinceSeconds = same ? prev?.staleSinceSeconds : undefined;
+        rec.pagedSeconds = same ? prev?.pagedSeconds : undefined;
         this.#updateHolderStale(rec, now);
       }
       return rec;
@@ -399,7 +442,10 @@ export class WatchState {
     if (h.reading.clientId === undefined) return;
     const stale = this.#isStale(h.reading.clientId);
     if (stale === true && h.staleSinceSeconds === undefined) h.staleSinceSeconds = now;
-    if (stale === false) h.staleSinceSeconds = undefined;
+    if (stale === false) {
+      h.staleSinceSeconds = undefined;
+      h.pagedSeconds = undefined;
+    }
   }
 
   /** Stale = not among the live providers; undefined when this cycle has no provider list. */
@@ -433,6 +479,42 @@ export class WatchState {
         sinceSeconds: h.sinceSeconds,
       });
     }
+    return out;
+  }
+
+  /**
+   * The held ids as the snapshot shows them, judged: each stale one with its proof (the id is a server id the
+   * Hypha server replaced: `replaced`) and its page decision, which marks when the page first held.
+   */
+  judge(nowSeconds: number, waits: StalePageWaits, replaced: (clientId: string) => boolean): CachedHolder[] {
+    const selfHealing = this.witnessSelfHealing;
+    return this.cached.map((c) => {
+      if (c.stale === undefined || c.clientId === undefined) return c;
+      const serverGone = c.stale && replaced(c.clientId);
+      if (!c.stale || c.staleSinceSeconds === undefined) return { ...c, serverGone };
+      const canary = c.holder === CANARY_HOLDER ? this.#canary : undefined;
+      const rec = canary ? undefined : this.#holders.find((h) => h.reading.name === c.holder);
+      const { pagedSeconds, ...page } = decideStalePage(
+        c.staleSinceSeconds, canary ? canary.pagedSeconds : rec?.pagedSeconds, serverGone ? 'server_gone' : 'not_listed',
+        selfHealing && canary !== undefined, nowSeconds, waits,
+      );
+      if (canary) this.#canary = { ...canary, pagedSeconds };
+      else if (rec) rec.pagedSeconds = pagedSeconds;
+      return { ...c, serverGone, page };
+    });
+  }
+
+
+  /** The probe pages at `nowSeconds` over a window of `windowMs` (see ProbeVerdicts). */
+  probeVerdicts(nowSeconds: number, windowMs: number): ProbeVerdicts {
+    const w = windowMs / 1000;
+    const spans = Object.values(this.#probeSpans);
+    const watched = (s: ProbeSpan | undefined) => s !== undefined && nowSeconds - s.firstSeconds >= w;
+    const okWithin = (s: ProbeSpan | undefined) => s?.lastOkSeconds !== undefined && nowSeconds - s.lastOkSeconds <= w;
+    const { cached, fresh } = this.#probeSpans;
+    const out: ProbeVerdicts = {};
+    if (watched(cached)) out.cachedFailing = !okWithin(cached) && okWithin(fresh) && !this.witnessSelfHealing;
+    if (spans.some(watched)) out.allFailing = !spans.some(okWithin);
     return out;
   }
 
