@@ -2,6 +2,7 @@
 // and a prometheus-operator PrometheusRule, so the three can never drift apart.
 //   node dist/scripts/gen-prometheusrule.js                 write rules/recording.yml, rules/alerts.yml,
 //                                                            deploy/kubernetes/prometheusrule.yaml (shipped defaults)
+//                                                            and the rule reference in docs/alerts.md
 //   node dist/scripts/gen-prometheusrule.js --check         exit 1 if any of them is out of date
 //   node dist/scripts/gen-prometheusrule.js --config=my.yml --out-dir=DIR
 //                                                            your variant: DIR/recording.yml, DIR/alerts.yml,
@@ -9,7 +10,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { ALERTS_PATH, loadMixinConfig, MixinConfig, RECORDING_PATH, renderPack } from './gen-rules';
+import { ALERTS_PATH, buildRules, loadMixinConfig, MixinConfig, RECORDING_PATH, renderPack } from './gen-rules';
+import { ALERT_DOCS_PATH, rulesReference, withRulesReference } from './rules/docs';
 
 /** Order matters: recording rules first, as Prometheus' own example config loads them. */
 export const RULE_FILES: readonly string[] = [RECORDING_PATH, ALERTS_PATH];
@@ -78,6 +80,7 @@ export function renderAll(root: string, config: MixinConfig, outDir?: string): M
       [RECORDING_PATH, pack.recording],
       [ALERTS_PATH, pack.alerts],
       [MANIFEST_PATH, manifest],
+      [ALERT_DOCS_PATH, alertDocs(root, config)],
     ]);
   }
   return new Map([
@@ -85,6 +88,12 @@ export function renderAll(root: string, config: MixinConfig, outDir?: string): M
     [path.join(outDir, 'alerts.yml'), pack.alerts],
     [path.join(outDir, 'prometheusrule.yaml'), manifest],
   ]);
+}
+
+/** docs/alerts.md with its alert and recording-rule reference rendered from the shipped rules. */
+function alertDocs(root: string, config: MixinConfig): string {
+  const { recording, alerting } = buildRules(config);
+  return withRulesReference(fs.readFileSync(path.join(root, ALERT_DOCS_PATH), 'utf8'), rulesReference(config, recording, alerting));
 }
 
 function flag(argv: readonly string[], name: string): string | undefined {

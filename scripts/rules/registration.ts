@@ -5,22 +5,13 @@
 // the max over HA replicas and the gap bridge. No recorded level: vmalert, which reads a recorded series
 // only an evaluation after it is written, pages at the same evaluation as Prometheus. The worker's view
 // of the same incident is group hypha-serve-worker (worker.ts).
-import type { FamilyName } from '../../src/metrics/families';
 import type { MixinConfig } from './config';
 import { alert, Group } from './model';
-import { humanDuration, ID, labels, m, prose } from './promql';
+import { decidedOver, humanDuration, ID, labels, m, prose } from './promql';
 
 /** The labels a cause_info series is listed by in the annotations (its per-replica labels aggregated away). */
 const CAUSE_LABELS = 'cause, reason, gate, proven, service';
 
-/**
- * An exporter decision (0/1 per app) over the exporter replicas and bridged, compared with 1: what any
- * replica decides now (max), else in a gap the last value within the bridge. Two lines.
- */
-export function decided(c: MixinConfig, family: FamilyName): string {
-  const by = labels(c).of(...ID.app);
-  return `(max by (${by}) (${m(family)})\n  or max by (${by}) (last_over_time(${m(family)}[${c.bridge}]))) == 1\n`;
-}
 
 /**
  * The one query of a registration annotation: the app's cause_info series, one per distinct
@@ -46,7 +37,7 @@ export function registrationGroup(c: MixinConfig): Group {
           'hypha_registration.page_waits, proofs, the page held while the app stays RUNNING and missing), over the ' +
           `exporter replicas (max) and bridged for ${c.bridge}. Identity (${ID.app.join(', ')}): the cause and the ` +
           'expected service change while the page holds, so they are in the text only (hypha_serve_app_not_registered_cause_info).',
-        expr: decided(c, 'hypha_serve_app_running_not_registered_page'),
+        expr: decidedOver(c, m('hypha_serve_app_running_not_registered_page'), ID.app),
         annotations: {
           summary: 'Serve app is RUNNING but its Hypha service is not registered.',
           cause: `{{ range $i, $c := ${causes} }}{{ if $i }}, {{ end }}{{ $c.Labels.cause }}{{ else }}unknown{{ end }}`,
@@ -67,7 +58,7 @@ export function registrationGroup(c: MixinConfig): Group {
           'A warning before incident 1a, not a page: the exporter\'s decision (hypha_serve_app_will_deregister_at_zero: ' +
           'registered, its proxy on the gate that deregisters at zero, a gated deployment autoscaling with min_replicas 0), ' +
           `over the exporter replicas and bridged for ${c.bridge}.`,
-        expr: decided(c, 'hypha_serve_app_will_deregister_at_zero'),
+        expr: decidedOver(c, m('hypha_serve_app_will_deregister_at_zero'), ID.app),
         annotations: {
           summary: 'BioEngine app will lose its Hypha service when it idles to zero replicas.',
           description: prose(`

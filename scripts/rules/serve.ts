@@ -8,6 +8,7 @@
 // mismatch needs a 10-minute window and a join: one recorded level, bridged straight from the exporter series.
 import type { MixinConfig } from './config';
 import { alert, Group } from './model';
+import { latencyQuantiles } from './services';
 import { block, bridgedFact, decidedOver, humanDuration, ID, labels, m, noProxyReady, prose, queryOf, queryOfEach } from './promql';
 
 export const SERVE = {
@@ -58,6 +59,7 @@ export function dashboardGroup(c: MixinConfig): Group {
           ${m('hypha_serve_deployment_replicas')}{state="RUNNING"}
         `),
       },
+      ...latencyQuantiles(),
     ],
   };
 }

@@ -3,7 +3,7 @@
 // contract v0.4: the stale page with its per-cause waits, proof and spell; the probe pages over its probe
 // window) and exports each decision; the rules add the max over HA replicas and the gap bridge.
 import type { MixinConfig } from './config';
-import { alert, Group } from './model';
+import { alert, Group, RecordingRule } from './model';
 import { block, bridge, decidedOver, humanDuration, ID, labels, m, prose, queryOf, serviceUpWithin } from './promql';
 import { FIRST_RELEASE_WITH_FIXES } from '../../src/util/bioengine-release';
 
@@ -34,6 +34,19 @@ function staleTextQuery(c: MixinConfig): string {
   const since = `max by (holder) (${m('hypha_serve_service_cached_stale_since_timestamp_seconds')}${h})`;
   const workers = `max by (holder, version, recovery) (${m('hypha_serve_service_holder_info')}${sel(serviceIds, 1, 'recovery!=\\"self_healing\\"')})`;
   return `printf "${cause} or ${since} or ${workers}" ${holderIds.map((n) => `$labels.${n}`).join(' ')} | query`;
+}
+
+/** p50/p90/p99 of the probe calls, for the dashboards (rules/recording.yml); no alert reads them. */
+export function latencyQuantiles(): RecordingRule[] {
+  return ['0.5', '0.9', '0.99'].map((q) => ({
+    record: SERVICES.latency,
+    comment: q === '0.5' ? 'Per exporter replica: p50/p90/p99 of probe calls per service and path (via), over 10 minutes.' : '',
+    expr: block(`
+      histogram_quantile(${q},
+        sum without (method, outcome) (rate(${m('hypha_serve_service_call_duration_seconds', '_bucket')}[10m])))
+    `),
+    labels: { quantile: q },
+  }));
 }
 
 export function servicesGroup(c: MixinConfig): Group {
@@ -135,15 +148,6 @@ export function servicesGroup(c: MixinConfig): Group {
           `),
         },
       }),
-      ...['0.5', '0.9', '0.99'].map((q) => ({
-        record: S.latency,
-        comment: q === '0.5' ? 'Per exporter replica: p50/p90/p99 of probe calls per service and path (via), over 10 minutes.' : '',
-        expr: block(`
-          histogram_quantile(${q},
-            sum without (method, outcome) (rate(${m('hypha_serve_service_call_duration_seconds', '_bucket')}[10m])))
-        `),
-        labels: { quantile: q },
-      })),
       {
         record: S.latencyHigh,
         comment:

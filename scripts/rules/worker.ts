@@ -3,8 +3,7 @@
 // adds the max over HA replicas and the gap bridge, as the registration group does.
 import type { MixinConfig } from './config';
 import { alert, Group } from './model';
-import { humanDuration, ID, m, prose } from './promql';
-import { decided } from './registration';
+import { decidedOver, humanDuration, ID, m, prose } from './promql';
 
 /**
  * The workers that say the app is RUNNING, for the `worker` annotation: one query over the exporter's
@@ -29,7 +28,7 @@ export function workerGroup(c: MixinConfig): Group {
           'registry has nothing; a restarting worker\'s last word stands for 5 min), over the exporter replicas and bridged for ' +
           `${c.bridge}. Identity of the app: the worker's client id changes at every worker restart, so it is in the text ` +
           '(annotation worker), and a restart neither splits nor restarts the page.',
-        expr: decided(c, 'hypha_serve_worker_app_running_not_registered_page'),
+        expr: decidedOver(c, m('hypha_serve_worker_app_running_not_registered_page'), ID.app),
         annotations: {
           summary: 'BioEngine worker reports an app RUNNING that has no Hypha service.',
           worker,
