@@ -32,6 +32,8 @@ function exposition(n: number): string {
     // The exporter's decisions (contract v0.4): the page (1: its uncertain wait over), why the service is missing, the
     // gate of its proxy, and the warning before incident 1a (0: not registered).
     out.push(`hypha_serve_app_running_not_registered_page{${app},hypha="main"} 1`);
+    // The worker's view of the same app is covered by the app's own page (one page per app).
+    out.push(`hypha_serve_worker_app_running_not_registered_page{${app},hypha="main"} ${process.env.BENCH_WORKER_PAGE ?? '0'}`);
     out.push(`hypha_serve_app_not_registered_cause_info{${app},hypha="main",cause="missing_after_reconnect",reason="${CAUSE_TEXT.missing_after_reconnect}",gate="deregisters_at_zero",proven="false",service="bioimage-io/w-kth-${i}:app-${i}"} 1`);
     for (const g of BIOENGINE_GATES) out.push(`hypha_serve_app_bioengine_gate{${app},hypha="main",gate="${g}"} ${g === 'deregisters_at_zero' ? 1 : 0}`);
     out.push(`hypha_serve_app_will_deregister_at_zero{${app},hypha="main"} 0`);

@@ -10,7 +10,7 @@ import { waitFor } from '../test/harness/proc';
 import { prometheusVersions } from '../test/harness/prometheus-versions';
 import { AlertPath, pagesSince, stackAlertPath, startAlertPath, startEngineAlertPath, waitForPage } from '../test/helpers/e2e';
 import { engineListed } from '../test/harness/engines';
-import { bioengineServiceIds, lineApp, ReleaseLine, RELEASE_LINES, startReleaseWorkers } from '../test/helpers/bioengine-apps';
+import { bioengineServiceIds, callViaDeploymentHandle, lineApp, ReleaseLine, RELEASE_LINES, startReleaseWorkers } from '../test/helpers/bioengine-apps';
 
 const SHIPPED = { sampleInterval: '15s', sampleTimeout: '5s', scrapeInterval: '15s', evaluationInterval: '15s' } as const;
 const WS = 'ws-user-root';
@@ -21,8 +21,10 @@ export interface ShippedResult {
   scenario: string;
   alert: string;
   prometheus: string;
-  /** Fault observed on the upstream → firing notification at the webhook. */
+  /** Fault observed on the upstream → firing notification at the webhook; for a `resolved` row, fix → not firing in the engine. */
   ms: number;
+  /** The row times the end of the page: the real fix observed on the upstream → the alert no longer firing in the engine. */
+  resolved?: boolean;
   cause?: string;
 }
 
@@ -91,6 +93,17 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
       const benign = pagesSince(p, 'HyphaServeAppRunningNotRegistered', t0, { app: 'be-fixed0' });
       if (benign !== 0) throw new Error(`${p.label}: the registered app at zero (be-fixed0) paged`);
     }
+
+    // The real fix of 1a and 1b: a call through a DeploymentHandle starts a replica of each app, and the 0.16.1 proxy
+    // registers it at its next health check. Timed to the moment the engine no longer has the page firing (its
+    // /api/v1/alerts), not the webhook, whose resolved notification waits for the route's group_interval.
+    await Promise.all(['be-idle', 'be-cold'].map((a) => callViaDeploymentHandle(stack.ray.dashboardUrl, a)));
+    const fixed = await observed('be-idle and be-cold registered again', async () => (await registered('be-idle')) && (await registered('be-cold')), 300_000);
+    await Promise.all(paths.map(async (p) => {
+      const at = await observed(`${p.label}: the page ended`, async () => !(await p.firing()).includes('HyphaServeAppRunningNotRegistered'), 300_000);
+      results.push({ scenario: 'incident 1 fixed', alert: 'HyphaServeAppRunningNotRegistered', prometheus: p.label, ms: at - fixed, resolved: true });
+      log(`[bench] ${p.label}: 1 resolved ${((at - fixed) / 1000).toFixed(1)} s after both apps were registered again`);
+    }));
 
     // 2: the artifact manager's client id is the server id; Hypha comes back under a random one.
     await waitFor('artifact manager watched', async () => (await stack.prometheus.vector('hypha_serve_service_providers{service="public/artifact-manager"} == 1')).length === 1, 120_000, 1000);

@@ -809,7 +809,8 @@ export const FAMILIES = [
     doc: 'the page decision of `HyphaServeWorkerAppRunningNotRegistered`: 1 once a BioEngine worker tied to the app\'s Ray cluster has '
       + 'reported the app RUNNING (and registered, where it says) for `hypha_registration.page_waits.worker` (5 min) while the registry has '
       + 'no service for it; held while that lasts. A worker that stops answering (a restart) keeps its last word for 5 min; one that '
-      + 'answers otherwise ends it. 0 otherwise; absent while the Ray or Hypha source is down',
+      + 'answers otherwise ends it. 0 otherwise, and 0 while `hypha_serve_app_running_not_registered_page` is 1 for the same app (one page '
+      + 'per app; it fires at once should that page end while a worker still says RUNNING); absent while the Ray or Hypha source is down',
     sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.workerPage?.firing === true ? 1 : 0);
     },

@@ -355,6 +355,9 @@ export class RegistrationTracker {
         const waits = input.pageWaits ?? DEFAULT_PAGE_WAITS;
         page = decidePage(h, app.status === 'RUNNING', state, stuck, spellStart, input.nowSeconds, waits);
         workerPage = decideWorkerPage(h, isMissing(state), report, input.nowSeconds, waits.workerMs);
+        // The worker's view of the same app adds nothing while the app's own page fires: one page per app (its spell
+        // goes on, so it pages at once should the app page end while a worker still says RUNNING).
+        if (page.firing && workerPage.firing) workerPage = { ...workerPage, firing: false, coveredByAppPage: true };
         h.lastEvaluatedSeconds = input.nowSeconds;
         h.lastState = state;
       }

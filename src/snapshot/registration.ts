@@ -70,6 +70,8 @@ export interface PageDecision {
   sinceSeconds?: number;
   /** When the page fires (or fired), by the cause's wait; undefined while the app is not RUNNING and missing. */
   dueSeconds?: number;
+  /** The worker page only: its condition holds, but the app's own page fires for the same app (one page per app). */
+  coveredByAppPage?: boolean;
 }
 
 /** Registration of one expected Serve app. */

@@ -72,8 +72,10 @@ describe('warning before incident 1a, and a worker page that keeps its identity 
       'watched_services: []',
       'hypha_registration:',
       '  workers: {interval: 1s}',
-      // The exporter's waits, divided like the rules' for: (the test override), at their minimum.
-      '  page_waits: {uncertain: 30s, worker: 30s}',
+      // The worker's wait divided like the rules' for: (the test override), at its minimum. The app's own page waits
+      // longer: while it fires the worker's view of the same app is covered by it (one page per app), and this file
+      // is about the worker page.
+      '  page_waits: {proven: 10m, uncertain: 10m, worker: 30s}',
       '  clusters:',
       '    - cluster: local',
       `      templates: [{service: "{workspace}/plain:{app}", include: "^${PLAIN}$"}]`,

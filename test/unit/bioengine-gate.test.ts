@@ -1,9 +1,9 @@
 // Issue 37: each app's BioEngine gate (the deploying worker's version, outranked by what the app was
 // seen doing), proofs and the page decided per gate, and PEP 440 version order.
-import { hyphaRegistrationSchema, resolveHyphaRegistration } from '../../src/config/hypha-schema';
+import { hyphaRegistrationSchema, PageWaits, resolveHyphaRegistration } from '../../src/config/hypha-schema';
 import { GATE_EVIDENCE_SECONDS } from '../../src/registration/gate';
 import { ARTIFACT_MANAGER_FIX, FIRST_RELEASE_WITH_FIXES, GATE_FIX, gateOfVersion, LAST_RELEASE_BEFORE_FIXES, reresolvesArtifactManager } from '../../src/util/bioengine-release';
-import { ProviderIndex, RegistrationTracker, TrackerInput } from '../../src/registration/tracker';
+import { DEFAULT_PAGE_WAITS, ProviderIndex, RegistrationTracker, TrackerInput } from '../../src/registration/tracker';
 import type { ExpectedService } from '../../src/registration/expected';
 import type { ServiceInfo } from '../../src/sources/hypha/types';
 import type { ServeApp, ServeDeployment } from '../../src/snapshot/types';
@@ -61,7 +61,7 @@ const AT_ZERO = app(dep('Model', 0, 0));
 const WITH_REPLICA = app(dep('Model', 1, 1));
 
 /** One BioEngine app `a` whose proxy registers as ws/wk-1-xxx:a, judged against the listed providers. */
-function tracker(version: string | undefined, report: () => WorkerReport | undefined = () => undefined) {
+function tracker(version: string | undefined, report: () => WorkerReport | undefined = () => undefined, pageWaits?: PageWaits) {
   const t = new RegistrationTracker();
   const expected = new Map<string, ExpectedService>([['a', {
     cluster: 'c', app: 'a', mapping: 'bioengine', workspace: 'ws', clientId: 'wk-1-p', serviceId: 'a', label: 'ws/wk-1-p:a', workerClientId: 'wk-1',
@@ -71,6 +71,7 @@ function tracker(version: string | undefined, report: () => WorkerReport | undef
     nowSeconds: now, startedSeconds: 500, connectedSeconds: 600, afterReconnect: false, settleMs: 20_000,
     workerVersion: (id) => (id === 'wk-1' ? version : undefined),
     workerReport: () => report(),
+    ...(pageWaits ? { pageWaits } : {}),
   });
   return {
     t,
@@ -166,7 +167,9 @@ describe('the gate, the proof and the page per BioEngine release', () => {
 describe('the worker page (HyphaServeWorkerAppRunningNotRegistered), decided in the exporter', () => {
   const W = 'ws/wk-1:bioengine-worker';
   let report: WorkerReport | undefined;
-  const setup = () => tracker('0.16.43', () => report);
+  // The app's own page waits 10 minutes here, so the worker's view pages alone at its 5 minutes.
+  const APP_LATER: PageWaits = { ...DEFAULT_PAGE_WAITS, byStateMs: Object.fromEntries(Object.keys(DEFAULT_PAGE_WAITS.byStateMs).map((k) => [k, 600_000])) as PageWaits['byStateMs'] };
+  const setup = () => tracker('0.16.43', () => report, APP_LATER);
 
   test('a worker saying RUNNING while the registry has nothing fires after the worker wait, not before', () => {
     const { at } = setup();
@@ -176,6 +179,8 @@ describe('the worker page (HyphaServeWorkerAppRunningNotRegistered), decided in 
     expect(r.claimingWorkers).toEqual([W]);
     expect(at(1399, WITH_REPLICA, false).workerPage?.firing).toBe(false);
     expect(at(1400, WITH_REPLICA, false).workerPage?.firing).toBe(true);
+    // Once the app's own page fires for the same app, the worker's view is covered by it: one page per app.
+    expect(at(1700, WITH_REPLICA, false)).toMatchObject({ page: { firing: true }, workerPage: { firing: false, coveredByAppPage: true, sinceSeconds: 1100 } });
   });
 
   test('a restarting worker (no answer) keeps its last word for the bridge; an answer otherwise or the registration ends it', () => {

@@ -13,6 +13,8 @@ import { ALERT_NAMES, compact, humanDuration, loadMixinConfig, MIXIN_CONFIG_PATH
 import { prometheusVersions } from '../harness/prometheus-versions';
 import { loadRules, metricNamesIn, metricNamesUsedByRules } from '../helpers/rule-metrics';
 import { CAUSE_TEXT } from '../../src/snapshot/registration';
+import { STALE_CAUSE_TEXT } from '../../src/snapshot/services';
+import { FAMILIES } from '../../src/metrics/families';
 
 jest.setTimeout(180_000);
 
@@ -97,16 +99,18 @@ function markdownAnchors(file: string): Set<string> {
 /**
  * The reads of a recorded series that is not recorded earlier in the reader's own group (in file order):
  * such a read sees the other group's previous evaluation, so a real fix would resolve a page one evaluation late.
- * A rule may read its own earlier values (last_over_time of itself).
+ * A rule may read its own earlier values (last_over_time of itself). An annotation (text only, never the alert's
+ * state) may also print a series of `textOnly` (the dashboards' records of recording.yml, e.g. the p90 the latency
+ * warning prints): a number one evaluation old in a sentence.
  */
-function unorderedReads(inFileOrder: ReturnType<typeof loadRules>): string[] {
+function unorderedReads(inFileOrder: ReturnType<typeof loadRules>, textOnly: ReadonlySet<string> = new Set()): string[] {
   const recordedBefore = new Map<string, Set<string>>();
   const out: string[] = [];
   for (const r of inFileOrder) {
     const before = recordedBefore.get(r.group) ?? new Set<string>();
-    for (const text of [r.expr, ...Object.values(r.annotations)]) {
+    for (const [i, text] of [r.expr, ...Object.values(r.annotations)].entries()) {
       for (const m of text.matchAll(/[a-z_]+:hypha_serve_[a-z0-9_]+:[a-z0-9_]+/g)) {
-        if (m[0] !== r.name && !before.has(m[0])) out.push(`${r.group}/${r.name} reads ${m[0]}`);
+        if (m[0] !== r.name && !before.has(m[0]) && !(i > 0 && textOnly.has(m[0]))) out.push(`${r.group}/${r.name} reads ${m[0]}`);
       }
     }
     if (r.kind === 'record') before.add(r.name);
@@ -160,6 +164,9 @@ describe('the mixin generator', () => {
       fs.writeFileSync(path.join(root, 'package.json'), '{}');
       fs.mkdirSync(path.join(root, path.dirname(MIXIN_CONFIG_PATH)), { recursive: true });
       fs.copyFileSync(path.join(ROOT, MIXIN_CONFIG_PATH), path.join(root, MIXIN_CONFIG_PATH));
+      // docs/alerts.md is rendered too: its rules reference, between the markers, from the rule model.
+      fs.mkdirSync(path.join(root, 'docs'));
+      fs.copyFileSync(path.join(ROOT, 'docs', 'alerts.md'), path.join(root, 'docs', 'alerts.md'));
       const quiet = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
       const quietErr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
       try {
@@ -170,6 +177,13 @@ describe('the mixin generator', () => {
         fs.writeFileSync(alertsFile, fs.readFileSync(alertsFile, 'utf8').replace('for: 5m', 'for: 1m'));
         expect(genMain(['--check'], root)).toBe(1);
         expect(quietErr.mock.calls.map((c) => String(c[0])).join('')).toContain('rules/alerts.yml');
+        // A hand edit of the generated reference in docs/alerts.md is drift as well.
+        expect(genMain([], root)).toBe(0);
+        const docsFile = path.join(root, 'docs', 'alerts.md');
+        fs.writeFileSync(docsFile, fs.readFileSync(docsFile, 'utf8').replace('| hypha-serve-registration | critical | 0s |', '| hypha-serve-registration | critical | 10m |'));
+        quietErr.mockClear();
+        expect(genMain(['--check'], root)).toBe(1);
+        expect(quietErr.mock.calls.map((c) => String(c[0])).join('')).toContain('docs/alerts.md');
         expect(genMain(['--bogus'], root)).toBe(2);
       } finally {
         quiet.mockRestore();
@@ -372,12 +386,13 @@ describe('rule files', () => {
   test('docs/alerts.md lists every alert with its severity, for and runbook link, and every recording rule', () => {
     const md = fs.readFileSync(path.join(ROOT, 'docs', 'alerts.md'), 'utf8');
     for (const a of alerts) {
-      const row = md.split('\n').find((l) => l.startsWith(`| \`${a.name}\` |`));
+      // The generated reference: | [Name](runbooks.md#name) | group | severity | for | reads | identity | what it says |
+      const row = md.split('\n').find((l) => l.startsWith(`| [${a.name}](runbooks.md#${a.name.toLowerCase()}) |`));
       expect({ alert: a.name, row: row !== undefined }).toEqual({ alert: a.name, row: true });
       const cells = (row ?? '').split('|').map((c) => c.trim());
-      expect(cells[2]).toBe(a.labels.severity);
-      expect(cells[3]).toContain(a.for ?? '');
-      expect(row).toContain(`(runbooks.md#${a.name.toLowerCase()})`);
+      expect(cells[2]).toBe(a.group);
+      expect(cells[3]).toBe(a.labels.severity);
+      expect(cells[4]).toBe(a.for ?? '');
     }
     for (const r of new Set(records.map((x) => x.name))) expect(md).toContain(`\`${r}\``);
   });
@@ -391,12 +406,18 @@ describe('rule files', () => {
   });
 
   test('every recorded series an alert group reads is recorded before it in the same group (no group waits on another one\'s phase)', () => {
-    expect(unorderedReads(rules.filter((r) => r.file.endsWith('alerts.yml')))).toEqual([]);
+    const dashboards = new Set(records.filter((r) => r.file.endsWith('recording.yml')).map((r) => r.name));
+    expect(unorderedReads(rules.filter((r) => r.file.endsWith('alerts.yml')), dashboards)).toEqual([]);
     // The check can fail: an alert reading a series another group records, or one recorded after it.
     const rec = (group: string, name: string, expr: string) => ({ ...rules[0], group, name, expr, kind: 'record' as const, annotations: {} });
-    const alert = (group: string, expr: string) => ({ ...rules[0], group, name: 'A', expr, kind: 'alert' as const, annotations: {} });
+    const alert = (group: string, expr: string, annotations: Record<string, string> = {}) => ({ ...rules[0], group, name: 'A', expr, kind: 'alert' as const, annotations });
     expect(unorderedReads([rec('a', 'x:hypha_serve_y:bool', 'hypha_serve_y'), alert('b', 'x:hypha_serve_y:bool == 1')])).toEqual(['b/A reads x:hypha_serve_y:bool']);
     expect(unorderedReads([alert('a', 'x:hypha_serve_y:bool == 1'), rec('a', 'x:hypha_serve_y:bool', 'hypha_serve_y')])).toEqual(['a/A reads x:hypha_serve_y:bool']);
+    // A dashboards' record: printed in the text, yes; paged on, no.
+    const p90 = 'service_via_quantile:hypha_serve_service_call_duration_seconds:histogram_quantile_rate10m';
+    expect(dashboards).toContain(p90);
+    expect(unorderedReads([alert('b', 'hypha_serve_y == 1', { description: `{{with printf "max(${p90})" | query}}{{.}}{{end}}` })], dashboards)).toEqual([]);
+    expect(unorderedReads([alert('b', `${p90} > 1`)], dashboards)).toEqual([`b/A reads ${p90}`]);
     // The worker's view of incident 1 is its own group, so at 1,000 paging apps it does not hold up the registration page.
     expect(alerts.find((a) => a.name === 'HyphaServeWorkerAppRunningNotRegistered')?.group).toBe('hypha-serve-worker');
     expect(alerts.find((a) => a.name === 'HyphaServeAppRunningNotRegistered')?.group).toBe('hypha-serve-registration');
@@ -483,12 +504,25 @@ describe('rule files', () => {
     // vmalert v1.151.0 keys a recorded series as name=value,... and splits that key to write the staleness
     // marker when the series leaves the result (app/vmalert/rule/recording.go, stringToLabels): a value with
     // "," or "=" sends the marker to another series, and the old series lingers (an extra cause on a page).
-    const written = [...rules.flatMap((r) => [...r.expr.matchAll(/, "([a-zA-Z_]+)", "((?:[^"\\]|\\.)*)", "[a-zA-Z_]*", "/g)].map((m) => ({ rule: r.name, label: m[1], value: m[2] })))];
-    // The page's cause sentences are no longer written by a rule: they are the exporter's (the reason label of
-    // hypha_serve_app_not_registered_cause_info, from src/snapshot/registration.ts CAUSE_TEXT, which holds neither).
-    expect(written.length).toBeGreaterThanOrEqual(3);
+    // A recording rule writes a label value with label_replace (none left since contract v0.4) or in its labels:
+    // (the dashboards' quantile records).
+    const replaced = rules.flatMap((r) => [...r.expr.matchAll(/, "([a-zA-Z_]+)", "((?:[^"\\]|\\.)*)", "[a-zA-Z_]*", "/g)].map((m) => ({ rule: r.name, label: m[1], value: m[2] })));
+    const fixed = records.flatMap((r) => Object.entries(r.labels).map(([label, value]) => ({ rule: r.name, label, value })));
+    const written = [...replaced, ...fixed];
+    expect(written.map((w) => `${w.label}=${w.value}`).sort()).toEqual(['quantile=0.5', 'quantile=0.9', 'quantile=0.99']);
     expect(written.filter((w) => /[,=]/.test(w.value))).toEqual([]);
-    expect(Object.values(CAUSE_TEXT).filter((t) => /[,=]/.test(t))).toEqual([]);
+    // The cause sentences are the exporter's now (the reason label of hypha_serve_app_not_registered_cause_info and
+    // hypha_serve_service_cached_stale_cause_info, from src/snapshot/registration.ts CAUSE_TEXT and
+    // src/snapshot/services.ts STALE_CAUSE_TEXT); the pages print them through annotation queries. No recording
+    // rule carries them into a recorded series' key (no record reads a cause_info series or keeps `reason`), and
+    // they hold neither character, should one ever do.
+    expect(records.filter((r) => /_cause_info\b|\breason\b/.test(r.expr)).map((r) => r.name)).toEqual([]);
+    const causeTexts = [...Object.values(CAUSE_TEXT), ...Object.values(STALE_CAUSE_TEXT)];
+    expect(causeTexts.length).toBeGreaterThanOrEqual(8);
+    expect(causeTexts.filter((t) => /[,=]/.test(t))).toEqual([]);
+    // They are what the pages print: the annotations read the cause_info series that carry them.
+    const annotations = alerts.flatMap((a) => Object.values(a.annotations)).join('\n');
+    for (const n of ['hypha_serve_app_not_registered_cause_info{', 'hypha_serve_service_cached_stale_cause_info{']) expect(annotations).toContain(n);
   });
 
 describe('promtool unit-test coverage', () => {
@@ -554,16 +588,27 @@ describe('metrics the rules read', () => {
       'hypha_serve_source_up',
       'hypha_serve_source_interval_seconds',
       'hypha_serve_worker_app_status',
-      'hypha_serve_service_cached_info',
-      'hypha_serve_service_provider_info',
+      'hypha_serve_service_holder_info',
+      'hypha_serve_service_cached_stale_since_timestamp_seconds',
       'hypha_serve_service_call_duration_seconds_bucket',
       'hypha_serve_proxy_ready',
     ]) expect(names).toContain(n);
     // Only ever seen inside a recorded name (ray_cluster_app:…:bool), so it must not be listed.
     expect(names).not.toContain('hypha_serve_app_running_not_registered');
-    // Contract v0.4: the exporter's decisions and the cause the page prints (an annotation query).
-    for (const n of ['hypha_serve_app_running_not_registered_page', 'hypha_serve_app_not_registered_cause_info', 'hypha_serve_app_will_deregister_at_zero',
-      'hypha_serve_worker_app_running_not_registered_page']) expect(names).toContain(n);
+    // Contract v0.4: the exporter's decisions the pages read, and the causes they print (annotation queries).
+    for (const n of [
+      'hypha_serve_app_running_not_registered_page', 'hypha_serve_app_not_registered_cause_info', 'hypha_serve_app_will_deregister_at_zero',
+      'hypha_serve_worker_app_running_not_registered_page',
+      'hypha_serve_service_cached_stale_page', 'hypha_serve_service_cached_stale_cause_info', 'hypha_serve_service_cached_probe_failing',
+      'hypha_serve_service_probe_failing', 'hypha_serve_service_witness_self_healing',
+      'hypha_serve_cluster_no_proxy_can_wake_apps', 'hypha_serve_cluster_all_proxies_unready',
+    ]) expect(names).toContain(n);
+    // What the removed recording rules judged stale and the probes from: the exporter judges them now.
+    for (const n of ['hypha_serve_service_cached_info', 'hypha_serve_service_provider_info', 'hypha_serve_service_resolved_info',
+      'hypha_serve_service_cached_stale', 'hypha_serve_service_cached_server_gone', 'hypha_serve_service_probe_success']) expect(names).not.toContain(n);
+    // Every name is a family the exporter declares (a histogram by its _bucket/_count/_sum series).
+    const declared = new Set<string>(FAMILIES.map((f) => f.name));
+    expect(names.filter((n) => !declared.has(n) && !declared.has(n.replace(/_(bucket|count|sum)$/, '')))).toEqual([]);
   });
 
   test('metricNamesIn skips recorded series and finds names inside template strings', () => {
@@ -657,8 +702,10 @@ describe('examples/alertmanager.yml', () => {
       .filter((a) => a.name !== 'HyphaServeSourceDown' && new RegExp(`source="${source}"`).test(expandedExpr(a)))
       .map((a) => a.name);
     // Contract v0.4: the registration and worker pages read the exporter's decisions, which it withholds while
-    // Hypha is down, so no rule reads source_up{source="hypha"}; the inhibition's targets are checked below.
-    if (source !== 'hypha') expect(derived.length).toBeGreaterThan(0);
+    // Hypha is down, so no rule reads source_up{source="hypha"}; likewise the Serve pages read the proxy decisions
+    // and the Serve series, which the exporter withholds while Ray is not sampled (the none_ready record that read
+    // source_up{source="ray"} is gone), so no alert reads source="ray". The inhibition's targets are checked below.
+    if (!['hypha', 'ray'].includes(source)) expect(derived.length).toBeGreaterThan(0);
     // Every alert whose rules read this source is a target; so may be alerts built from series the
     // exporter itself removes while the source is down (the Serve alerts of a Ray cluster).
     expect(targetsOf(rule)).toEqual(expect.arrayContaining(derived));
