@@ -200,11 +200,11 @@ export function rulesCostText(all: RulesCost[]): string {
     `Command: \`npm run build && BENCH_ONLY=rules node dist/bench/run.js\` (part of \`npm run bench\`), ${new Date().toISOString().slice(0, 10)}. ` +
       `Prometheus 2.42 (Debian) evaluating the shipped rules/recording.yml and rules/alerts.yml every ${INTERVAL_S} s over a static exposition ` +
       `scraped every ${INTERVAL_S} s: every app RUNNING and \`missing_after_reconnect\`, the exporter deciding its page (1), its worker saying registered (a Hypha restart ` +
-      'under a new JWT secret), so every app pages. Durations are `prometheus_rule_group_last_duration_seconds` (median and max of 8 ' +
+      'under a new JWT secret), so every app pages (once: the exporter decides the worker\'s view of the same app 0 while the app\'s own page fires). Durations are `prometheus_rule_group_last_duration_seconds` (median and max of 8 ' +
       'samples, one per evaluation); queries per evaluation are the increase of `prometheus_engine_query_duration_seconds_count{slice="inner_eval"}` ' +
       'per interval: one per rule plus one per annotation `query` call of every firing alert. ' +
       `${os.cpus().length} cores, load average ${runs.map((r) => `${r.loadAverage.toFixed(1)} at ${r.apps.toLocaleString('en')} apps`).join(', ')} when each run began. ` +
-      'Targets: ≤ 5 % of the interval at 1,000 apps (was 16–19 % for hypha-serve-registration), within it at 5,000.',
+      'Targets (issue 37): all groups together ≤ 1 % of the interval at 1,000 apps on Prometheus 2.42 (issue 25\'s was ≤ 5 % per group), within it at 5,000.',
     '',
     '| apps | series | paging | group | rules | duration median / max | share of the interval |',
     '|---|---|---|---|---|---|---|',
@@ -214,14 +214,14 @@ export function rulesCostText(all: RulesCost[]): string {
       lines.push(`| ${r.apps.toLocaleString('en')} | ${r.series.toLocaleString('en')} | ${r.paging} | ${g.group} | ${g.rules} | ${(g.durationMedianS * 1000).toFixed(0)} / ${(g.durationMaxS * 1000).toFixed(0)} ms | ${pct(g.durationMedianS)} / ${pct(g.durationMaxS)} |`);
     }
   }
-  // The target is per group (a group that overruns its interval skips evaluations; groups run concurrently);
-  // the sum is the ruler's whole time per evaluation, reported beside it so a split into groups hides nothing.
-  lines.push('', '| apps | target (per group) | costliest group, median | met | all groups together, median sum |', '|---|---|---|---|---|');
+  // The target is on the sum, the ruler's whole time per evaluation (so a split into groups hides nothing); the
+  // costliest group is beside it (a group that overruns its interval skips evaluations).
+  lines.push('', '| apps | target (all groups) | all groups together, median sum | met | costliest group, median |', '|---|---|---|---|---|');
   for (const r of runs) {
     const worst = Math.max(...r.groups.map((g) => g.durationMedianS));
     const sum = r.groups.reduce((a, g) => a + g.durationMedianS, 0);
-    const limit = r.apps <= 1000 ? 0.05 * INTERVAL_S : INTERVAL_S;
-    lines.push(`| ${r.apps.toLocaleString('en')} | ≤ ${(limit * 1000).toFixed(0)} ms (${r.apps <= 1000 ? '5 %' : '100 %'}) | ${(worst * 1000).toFixed(0)} ms (${pct(worst)}) | ${worst <= limit ? 'yes' : '**no**'} | ${(sum * 1000).toFixed(0)} ms (${pct(sum)}) |`);
+    const limit = r.apps <= 1000 ? 0.01 * INTERVAL_S : INTERVAL_S;
+    lines.push(`| ${r.apps.toLocaleString('en')} | ≤ ${(limit * 1000).toFixed(0)} ms (${r.apps <= 1000 ? '1 %' : '100 %'}) | ${(sum * 1000).toFixed(0)} ms (${pct(sum)}) | ${sum <= limit ? 'yes' : '**no**'} | ${(worst * 1000).toFixed(0)} ms (${pct(worst)}) |`);
   }
   lines.push('', '| apps | rules | queries per evaluation | of them template queries (≈) |', '|---|---|---|---|');
   for (const r of runs) lines.push(`| ${r.apps.toLocaleString('en')} | ${r.rulesTotal} | ${r.queriesPerEval.toFixed(0)} | ${Math.max(0, r.queriesPerEval - r.rulesTotal - 1).toFixed(0)} |`);

@@ -115,7 +115,6 @@ export function bridgedFact(c: MixinConfig, id: readonly string[], fact: (v: (se
 // makes the derived fact absent (unknown) instead of 0 (a claim that all is well). In parentheses:
 // `x * on (...) group_left () up == 1` would compare the product (`*` binds tighter than `==`).
 export const RAY_UP = `(${m('hypha_serve_source_up')}{source="ray"} == 1)`;
-export const SERVICE_UP = `(${m('hypha_serve_source_up')}{source="hypha_service"} == 1)`;
 /** The watched service's source was up at least once within `range`: a blip does not reset what it guards. */
 export const serviceUpWithin = (range: string) =>
   `(max_over_time(${m('hypha_serve_source_up')}{source="hypha_service"}[${range}]) == 1)`;

@@ -151,6 +151,15 @@ describe('alertConditions over recorded Serve answers', () => {
     expect(names(snapshot(raySample('app-running.json', { ready: false }), []))).toContain('HyphaServeAllProxiesUnready c1');
   });
 
+  test('Ray listing no proxy at all is no proxy ready (decided by the Ray source), whatever is probed', () => {
+    const z = raySample('worker-scaled-to-zero.json', { ready: undefined });
+    const state = { ...z.state!, proxies: [] };
+    expect(proxyPages(state)).toEqual({ noProxyCanWakeApps: true, allProxiesUnready: expect.any(Boolean) as boolean, why: 'Ray lists no Serve proxy' });
+    expect(names(snapshot({ ...z, state, proxyPages: proxyPages(state) }, []))).toContain('HyphaServeNoProxyCanWakeApps c1');
+    // Ray down: the decision is not read, whatever the last one said.
+    expect(names(snapshot({ ...z, state, proxyPages: proxyPages(state), health: { ...z.health, up: false } }, []))).toEqual([]);
+  });
+
   test('exit code: 0 clean, 1 a condition, 2 a source that cannot be read or something pending; --app narrows', () => {
     const app = running().state!.apps[0].name;
     const flags = { configFile: 'c.yml' };

@@ -11,7 +11,7 @@ import { parse, stringify } from 'yaml';
 import { main as genMain, MANIFEST_PATH, renderAll, renderPrometheusRule } from '../../scripts/gen-prometheusrule';
 import { ALERT_NAMES, compact, humanDuration, loadMixinConfig, MIXIN_CONFIG_PATH, renderPack, scaleDurations, withSelector } from '../../scripts/gen-rules';
 import { prometheusVersions } from '../harness/prometheus-versions';
-import { loadRules, metricNamesIn, metricNamesUsedByRules } from '../helpers/rule-metrics';
+import { loadRules, metricNamesIn, metricNamesUsedByRules, type RuleDef } from '../helpers/rule-metrics';
 import { CAUSE_TEXT } from '../../src/snapshot/registration';
 import { STALE_CAUSE_TEXT } from '../../src/snapshot/services';
 import { FAMILIES } from '../../src/metrics/families';
@@ -141,6 +141,47 @@ function expandedExpr(r: { expr: string }, recs: { name: string; expr: string }[
   };
   visit(r.expr);
   return parts.join('\n');
+}
+
+/** A recorded series' name (level:metric:operations; any name with a colon, not a subquery's [5m:1m]). */
+const RECORDED_NAME = /(?<![A-Za-z0-9_:."])[a-zA-Z_][a-zA-Z0-9_]*:[a-zA-Z0-9_:]*[a-zA-Z0-9_]/g;
+/** An annotation comparing the alert's value to a number: a value that encodes something ($value 100 = a cause). */
+const VALUE_COMPARED = /\b(?:eq|ne|lt|le|gt|ge)\s+(?:\$value\s+-?\d|-?\d[\d.e+]*\s+\$value\b)/;
+
+/**
+ * Issue 37: what an alert of the pack may be. Its expr is at most 2 lines and reads at most one recorded level
+ * above the exporter's series: a recording rule it reads (in its expr or an annotation query) reads exporter
+ * series or `up` only, never another recorded series. No alert's value encodes causes: no recorded series of
+ * digits, no modulo by a power of ten, no annotation comparing $value to a number (the causes are the
+ * exporter's *_cause_info series, which the text reads).
+ */
+function issue37Violations(all: readonly RuleDef[]): string[] {
+  const recs = new Map(all.filter((r) => r.kind === 'record').map((r) => [r.name, r]));
+  const out: string[] = [];
+  const recordedIn = (text: string) => [...new Set(text.match(RECORDED_NAME) ?? [])];
+  for (const r of recs.values()) {
+    if (/digits/.test(r.name)) out.push(`record ${r.name}: a digit encoding`);
+  }
+  for (const r of all) {
+    if (/%\s*10+(?![\d.])/.test(r.expr)) out.push(`${r.name}: modulo by a power of ten`);
+  }
+  for (const a of all.filter((r) => r.kind === 'alert')) {
+    const lines = a.expr.trim().split('\n').length;
+    if (lines > 2) out.push(`${a.name}: expr of ${lines} lines`);
+    const reads = [...recordedIn(a.expr), ...Object.values(a.annotations).flatMap((t) => [...t.matchAll(/[a-z_]+:hypha_serve_[a-z0-9_]+:[a-z0-9_]+/g)].map((m) => m[0]))];
+    for (const name of new Set(reads)) {
+      const rec = recs.get(name);
+      if (rec === undefined) {
+        out.push(`${a.name}: reads ${name}, which no rule records`);
+        continue;
+      }
+      for (const deeper of recordedIn(rec.expr)) out.push(`${a.name}: reads ${name}, which reads ${deeper} (two recorded levels)`);
+    }
+    for (const [k, t] of Object.entries(a.annotations)) {
+      if (VALUE_COMPARED.test(t)) out.push(`${a.name}: annotation ${k} compares $value to a number`);
+    }
+  }
+  return out;
 }
 
 describe('the mixin generator', () => {
@@ -488,6 +529,39 @@ describe('rule files', () => {
     expect(Object.values(page?.annotations ?? {}).join(' ')).not.toContain('$value');
   });
 
+  test('issue 37: every alert expr is at most 2 lines, reads at most one recorded level above the exporter\'s series, and no value encodes causes', () => {
+    const shipped = rules.filter((r) => r.file.endsWith('alerts.yml') || r.kind === 'record');
+    expect(shipped.filter((r) => r.kind === 'alert').length).toBe(ALERT_NAMES.length);
+    expect(issue37Violations(shipped)).toEqual([]);
+    // Alerts that read a recorded level do so through one that reads the exporter (or up) only.
+    const oneLevel = alerts.filter((a) => (a.expr.match(RECORDED_NAME) ?? []).length > 0).map((a) => a.name);
+    expect(oneLevel.length).toBeGreaterThanOrEqual(5);
+    // It can fail, on each shape the pack had before contract v0.4 (with the same rule objects loadRules gives).
+    const rec = (name: string, expr: string): RuleDef => ({ ...rules[0], kind: 'record', name, expr, labels: {}, annotations: {} });
+    const alert = (name: string, expr: string, annotations: Record<string, string> = {}): RuleDef => ({ ...rules[0], kind: 'alert', name, expr, labels: {}, annotations });
+    // The services page of v0.3: service_holder:…:page over :bridged over :max (three levels).
+    const max = rec('service_holder:hypha_serve_service_cached_stale:max', 'max by (cluster, job, service, holder) (hypha_serve_service_cached_stale)');
+    const bridged = rec('service_holder:hypha_serve_service_cached_stale:bridged', 'service_holder:hypha_serve_service_cached_stale:max\nor last_over_time(service_holder:hypha_serve_service_cached_stale:max[5m])');
+    expect(issue37Violations([max, bridged, alert('A', 'service_holder:hypha_serve_service_cached_stale:bridged == 1')])).toEqual([
+      'A: reads service_holder:hypha_serve_service_cached_stale:bridged, which reads service_holder:hypha_serve_service_cached_stale:max (two recorded levels)',
+    ]);
+    // A recorded series read only by an annotation counts the same way.
+    expect(issue37Violations([max, bridged, alert('A', 'hypha_serve_x == 1', { description: '{{with printf "service_holder:hypha_serve_service_cached_stale:bridged{service=%q}" $labels.service | query}}{{end}}' })]))
+      .toEqual(['A: reads service_holder:hypha_serve_service_cached_stale:bridged, which reads service_holder:hypha_serve_service_cached_stale:max (two recorded levels)']);
+    expect(issue37Violations([alert('A', '(max by (job) (hypha_serve_x)\n  or max by (job) (last_over_time(hypha_serve_x[5m])))\n  == 1')])).toEqual(['A: expr of 3 lines']);
+    expect(issue37Violations([alert('A', 'x:hypha_serve_y:bool == 1')])).toEqual(['A: reads x:hypha_serve_y:bool, which no rule records']);
+    // The cause_digits page (v0.3): a digit per registration state in the value, decoded by the template.
+    const digits = rec('ray_cluster_app:hypha_serve_app_registration_state:cause_digits', 'floor((hypha_serve_app_registration_state % 100 >= 10) / 10)');
+    expect(issue37Violations([digits, alert('A', 'ray_cluster_app:hypha_serve_app_registration_state:cause_digits > 0', { cause: '{{if eq $value 100.0}}missing_scaled_to_zero{{end}}' })])).toEqual([
+      'record ray_cluster_app:hypha_serve_app_registration_state:cause_digits: a digit encoding',
+      'ray_cluster_app:hypha_serve_app_registration_state:cause_digits: modulo by a power of ten',
+      'A: annotation cause compares $value to a number',
+    ]);
+    // What the pack's templates do with $value is not that: print it, humanize it.
+    expect(VALUE_COMPARED.test('{{printf "%.0f" $value}} times, {{$value | humanizeDuration}} old')).toBe(false);
+    expect(VALUE_COMPARED.test('{{else if eq $value 10.0}}')).toBe(true);
+  });
+
   test('every :bool fact an alert pages on is bridged over gaps with last_over_time of the recorded series', () => {
     for (const a of alerts) {
       if (PER_INSTANCE.includes(a.name)) continue;
@@ -757,12 +831,17 @@ describe('mutations: the tests can fail', () => {
       testFile: 'registration.test.yml',
       failingTest: 'defect 1 - a failing watched-service source, a second Hypha server or another Ray cluster does not silence this app',
     },
+    // Defect 1 for the watched services (v0.1: one guard over every Hypha connection) has no rule-level guard left
+    // to widen: each service's decisions are its own series, absent while that service's own source is down
+    // (test/unit/services-self-healing.test.ts "metrics: … the exporter's page decisions"). The one source guard
+    // the services group still has is the latency level's, on the service's own source: without it a source down
+    // for longer than the bridge keeps its frozen histogram warning.
     {
-      what: 'defect 1: guard watched services on every Hypha connection of the exporter (v0.1)',
-      from: `* on (${T}job, instance, service) group_left () (hypha_serve_source_up{${S}, source="hypha_service"} == 1)`,
-      to: `* on (${T}job, instance) group_left () min by (${T}job, instance) (hypha_serve_source_up{${S}, source=~"hypha|hypha_service"})`,
+      what: 'the latency level without its own source-up guard (a source down past the bridge keeps warning)',
+      from: /\n\s+\* on \([^)]*\) group_left \(\)\n\s+\(max_over_time\(hypha_serve_source_up\{[^}]*source="hypha_service"\}\[5m\]\) == 1\)/,
+      to: '',
       testFile: 'services.test.yml',
-      failingTest: "defect 1 - another watched service's source down does not silence this service's stale proxy",
+      failingTest: 'slow calls seen by two replicas - one warning; the source down for longer than the bridge ends it',
     },
     {
       what: 'defect 2: the expected service in the alert identity (v0.1)',
@@ -792,19 +871,33 @@ describe('mutations: the tests can fail', () => {
       testFile: 'serve.test.yml',
       failingTest: 'defect 8 - Ray failing one sample in three, DEPLOY_FAILED turning UNHEALTHY - one page, on time',
     },
+    // Defect 6 (v0.1 required a ready-or-not head proxy series) is the exporter's now: it decides the proxy pages
+    // from the proxies Ray lists (src/serve/judgement.ts proxyPages; test/unit/check-command.test.ts "no proxy
+    // ready: at zero it is the wake condition, …"). What the rules still do for those pages: the gap bridge and the
+    // max over the exporter replicas.
     {
-      what: 'defect 6: require a ready-or-not head proxy series (v0.1)',
-      from: '(ray_cluster:hypha_serve_deployment_scaled_to_zero:sum > bool 0)',
-      to: `((ray_cluster:hypha_serve_deployment_scaled_to_zero:sum > bool 0) * on (${T}job, instance, ray_cluster) group_left () (max without (node_id, node_ip) (hypha_serve_proxy_head{${S}}) == 1))`,
+      what: 'the proxy page without its gap bridge (an exporter restart would reset its for:)',
+      from: /(\(max by \([^)]*\) \(hypha_serve_cluster_no_proxy_can_wake_apps\{[^}]*\}\))\n\s+or max by \([^)]*\) \(last_over_time\(hypha_serve_cluster_no_proxy_can_wake_apps\{[^}]*\}\[5m\]\)\)\)/,
+      to: '$1)',
       testFile: 'serve.test.yml',
-      failingTest: 'defect 6 - no proxy_head == 1 series (head proxy not listed), worker proxies unready, apps at zero - pages',
+      failingTest: 'proxy decision through gaps - a gap shorter than the bridge keeps the page, a longer one ends it, and a gap never starts it',
     },
     {
-      what: 'defect 10: judge the probes on one sample (v0.1)',
-      from: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) == bool 1`,
-      to: `hypha_serve_service_probe_success{${S}, via="fresh"} == bool 1`,
+      what: 'HA: keep instance in the proxy page (one page per exporter replica)',
+      from: new RegExp(`max by \\(${T}job, ray_cluster\\) \\((last_over_time\\()?hypha_serve_cluster_no_proxy_can_wake_apps`, 'g'),
+      to: `max by (${T}job, instance, ray_cluster) ($1hypha_serve_cluster_no_proxy_can_wake_apps`,
+      testFile: 'serve.test.yml',
+      failingTest: 'proxy decisions of two exporter replicas - one page per cluster, its deployments counted once; a replica that left does not outvote a live 0',
+    },
+    // Defect 10 (v0.1 judged the probes on one sample): the probe window is the exporter's now
+    // (test/unit/services-state.test.ts "the pages the watch state decides": "probe pages: unknown until a whole
+    // window was watched, …"). The rules' part is the page's own for: over that decision.
+    {
+      what: 'defect 10 at the rule level: the cached-probe page without its for: (one sample of the decision pages)',
+      from: /(alert: HyphaServiceCachedProbeFailing\n(?:.*\n){3}\s+)for: 3m/,
+      to: '$1for: 0s',
       testFile: 'services.test.yml',
-      failingTest: 'defect 10 - fresh resolution picking a dead provider at random does not keep the cached-probe page from firing',
+      failingTest: 'cached-path probe failing for less than 3 minutes does not page',
     },
     {
       what: 'HA: keep instance in fact alerts',
@@ -834,12 +927,17 @@ describe('mutations: the tests can fail', () => {
       testFile: 'registration.test.yml',
       failingTest: 'defect 2 - the expected client id changing during a worker restart neither resets nor splits the page',
     },
+    // Issue 19: the proof that a stale id is a replaced server id, and the per-cause waits, are the exporter's now
+    // (test/unit/services-state.test.ts "the pages the watch state decides": "an unproven stale id pages once it has
+    // been stale for the uncertain wait, …", "a stale id proven gone (a replaced server id) pages at once, …").
+    // At the rule level the same defect is paging on the cause the exporter reports from the first stale cycle
+    // instead of on its decision.
     {
-      what: 'issue 19: page any stale id at once, without the proof that its server id was replaced',
-      from: `hypha_serve_service_cached_server_gone{${S}}`,
-      to: `hypha_serve_service_cached_stale{${S}}`,
+      what: 'issue 19: page any stale id at once (the cause the exporter reports), not the exporter\'s decision after its wait or proof',
+      from: `hypha_serve_service_cached_stale_page{${S}}`,
+      to: `hypha_serve_service_cached_stale_cause_info{${S}}`,
       testFile: 'services.test.yml',
-      failingTest: 'per-cause wait - a stale minute without the proof (fixed server id, instance back) does not page',
+      failingTest: 'the cause alone does not page - a stale id the exporter still waits on (not_listed) fires when it decides 1',
     },
     {
       what: 'issue 19: the server-id warning fires on any comeback, under the same id too',
@@ -848,12 +946,36 @@ describe('mutations: the tests can fail', () => {
       testFile: 'services.test.yml',
       failingTest: 'server id unstable - restart with a fixed server id and a Hypha outage - no warning',
     },
+    // What stale means (the cached id itself gone, not "cached differs from the fresh resolution") is the exporter's
+    // judgement now (test/unit/services-state.test.ts "the pages the watch state decides"). The rules page on its
+    // decision 1 only: comparing `>= 0` pages on a decided 0 too (a provider-set change without a stale id).
     {
-      what: 'define stale as "cached differs from the fresh resolution"',
-      from: `hypha_serve_service_provider_info{${S}}\n`,
-      to: `hypha_serve_service_resolved_info{${S}}\n`,
+      what: 'the stale page on any decision (>= 0), not on the decision 1',
+      from: /(last_over_time\(hypha_serve_service_cached_stale_page\{[^}]*\}\[5m\]\)\)\)) == 1/,
+      to: '$1 >= 0',
       testFile: 'services.test.yml',
       failingTest: 'several providers - stale only once the cached id itself is gone',
+    },
+    {
+      what: 'HA: keep instance in the stale page (one page per exporter replica)',
+      from: new RegExp(`max by \\(${T}job, service, holder\\) \\((last_over_time\\()?hypha_serve_service_cached_stale_page`, 'g'),
+      to: `max by (${T}job, instance, service, holder) ($1hypha_serve_service_cached_stale_page`,
+      testFile: 'services.test.yml',
+      failingTest: 'HA pair - one replica decides 1, the other 0 - pages once, without instance; a replica that left does not outvote a live 0',
+    },
+    {
+      what: 'the stale page without its gap bridge (an exporter restart would end it)',
+      from: /(\(max by \([^)]*\) \(hypha_serve_service_cached_stale_page\{[^}]*\}\))\n\s+or max by \([^)]*\) \(last_over_time\(hypha_serve_service_cached_stale_page\{[^}]*\}\[5m\]\)\)\)/,
+      to: '$1)',
+      testFile: 'services.test.yml',
+      failingTest: 'defect 5 - an exporter restart keeps a firing stale-proxy page; a gap longer than the bridge ends it',
+    },
+    {
+      what: 'the stale page\'s bridge takes the highest decision within it, not the last (a gap after the end pages again)',
+      from: 'last_over_time(hypha_serve_service_cached_stale_page',
+      to: 'max_over_time(hypha_serve_service_cached_stale_page',
+      testFile: 'services.test.yml',
+      failingTest: 'never starts from a gap - a gap right after the end does not page again',
     },
     {
       what: 'drop the target-stability guard of the replicas rule',
@@ -862,10 +984,13 @@ describe('mutations: the tests can fail', () => {
       testFile: 'serve.test.yml',
       failingTest: 'steady autoscaler ramp-up (replicas trailing a rising target) is not a stuck deployment',
     },
+    // Whether the fresh path works is in the exporter's cached-probe decision now (services-state.test.ts, as above);
+    // at the rule level ignoring it is paging the cached-probe alert on the other probe decision, the one that says
+    // no path works (a service down paged as a stale cached proxy).
     {
-      what: 'ignore whether the fresh path works in the cached-probe alert',
-      from: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) == bool 1`,
-      to: `max_over_time(hypha_serve_service_probe_success{${S}, via="fresh"}[3m]) >= bool 0`,
+      what: 'ignore whether the fresh path works in the cached-probe alert (it reads the all-paths decision)',
+      from: `hypha_serve_service_cached_probe_failing{${S}}`,
+      to: `hypha_serve_service_probe_failing{${S}}`,
       testFile: 'services.test.yml',
       failingTest: 'artifact manager gone while Hypha is up - both probe paths fail - warning',
     },
