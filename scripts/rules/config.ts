@@ -3,15 +3,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { formatDuration, parseDuration } from '../../src/util/duration';
+import { durationProblem, formatDuration, parseDuration } from '../../src/util/duration';
 
 export const MIXIN_CONFIG_PATH = 'rules/config/mixin.yml';
 export const RECORDING_PATH = 'rules/recording.yml';
 export const ALERTS_PATH = 'rules/alerts.yml';
 
-/** Prometheus' duration syntax (units in descending order, each at most once). */
-const PROM_DURATION = /^(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?(?:\d+ms)?$/;
-const duration = z.string().regex(PROM_DURATION, 'a Prometheus duration such as 30s, 5m or 1h').refine((s) => s !== '', 'empty duration');
+/**
+ * Prometheus' duration syntax (src/util/duration.ts: units in descending order, each at most once);
+ * a bare "0" is written back as 0s, which the page texts and range selectors read.
+ */
+const duration = z
+  .string()
+  .superRefine((s, ctx) => {
+    const problem = durationProblem(s);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .transform((s) => (s === '0' ? '0s' : s));
 
 export const ALERT_NAMES = [
   'HyphaServeAppRunningNotRegistered',
@@ -109,8 +117,8 @@ export function loadMixinConfig(root: string, userFile?: string): MixinConfig {
 export function scaleDurations(c: MixinConfig, divisor: number, min = '5s'): MixinConfig {
   const floor = parseDuration(min) ?? 5000;
   const scale = (d: string): string => {
-    const ms = parseDuration(d.replace(/(\d+)w/, (_m, n: string) => `${Number(n) * 7}d`).replace(/(\d+)y/, (_m, n: string) => `${Number(n) * 365}d`));
-    if (ms === undefined) throw new Error(`not a duration: ${d}`);
+    const ms = parseDuration(d);
+    if (ms === undefined) throw new Error(durationProblem(d));
     // No wait stays no wait (the per-cause alerts' for: and proven wait); the floor is for waits.
     if (ms === 0) return d;
     return formatDuration(Math.max(floor, Math.round(ms / divisor / 1000) * 1000));

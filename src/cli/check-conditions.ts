@@ -6,10 +6,11 @@ import { ARTIFACT_MANAGER_FIX } from '../util/bioengine-release';
 import { isKnown, sourceHealths, Snapshot } from '../snapshot/types';
 import { BIOENGINE_WORKER_TYPE } from '../sources/hypha/workers';
 
-// What `hypha-serve-exporter check` judges from one snapshot: which critical pages' conditions hold
-// now, and what the exporter has not finished judging. The snapshot is the one the exporter serves
-// (the same sources and registration stage), so check and the pages cannot disagree on the facts;
-// check reports a condition at once, without the rules' `for:` (it says since when it holds).
+// What `hypha-serve-exporter check` reads from one snapshot: which critical pages' conditions hold now,
+// and what the exporter has not finished judging. It judges nothing itself: every condition is a decision
+// the exporter made once (the registration stage, the watched-service state, the Ray source) and exports as
+// the page series the alerts read, so check, the status page and the pages cannot disagree. A condition
+// whose page waits says when it fires; the rules' `for:` is not counted (check says the condition holds).
 
 /** A critical page whose condition holds in the snapshot. */
 export interface AlertCondition {

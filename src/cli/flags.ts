@@ -1,5 +1,5 @@
 import { LOG_LEVELS, LogLevel } from '../util/log';
-import { parseDuration } from '../util/duration';
+import { durationProblem, parseDuration } from '../util/duration';
 
 export const DEFAULT_LISTEN_ADDRESS = ':9731';
 
@@ -117,9 +117,12 @@ function readFlags(argv: readonly string[], specs: readonly FlagSpec[]): { value
   return { values, bools };
 }
 
-function positiveDuration(flag: string, text: string): number {
-  const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) throw new FlagError(`--${flag}: "${text}" is not a positive duration such as 10s or 500ms`);
+/** A flag's duration, in Prometheus's grammar (as Prometheus's own duration flags), longer than 0. */
+function positiveDuration(flag: string, text: string, examples = '10s or 500ms'): number {
+  const problem = durationProblem(text);
+  if (problem !== undefined) throw new FlagError(`--${flag}: ${problem}`);
+  const ms = parseDuration(text) as number;
+  if (ms <= 0) throw new FlagError(`--${flag}: "${text}" is not a positive duration such as ${examples}`);
   return ms;
 }
 
@@ -220,8 +223,7 @@ export function parseCheckFlags(argv: readonly string[]): CheckFlags {
   const output = values.get('output') ?? 'text';
   if (!(CHECK_OUTPUTS as readonly string[]).includes(output)) throw new FlagError(`--output: "${output}" is not one of ${CHECK_OUTPUTS.join(', ')}`);
   const timeout = values.get('timeout') ?? DEFAULT_CHECK_TIMEOUT;
-  const timeoutMs = parseDuration(timeout);
-  if (timeoutMs === undefined || timeoutMs <= 0) throw new FlagError(`--timeout: "${timeout}" is not a positive duration such as 30s or 2m`);
+  const timeoutMs = positiveDuration('timeout', timeout, '30s or 2m');
   const app = values.get('app');
   if (app === '') throw new FlagError('--app needs an app name');
   return {

@@ -1,27 +1,42 @@
 import { z } from 'zod';
-import { parseDuration } from '../util/duration';
+import { DURATION_PATTERN, DURATION_SYNTAX, durationProblem, parseDuration } from '../util/duration';
 
 // Field validators shared by every config fragment (schema.ts imports the
 // fragments, so the shared pieces live here rather than there).
 
-export const duration = z
-  .string()
-  .regex(/^(\d+(\.\d+)?(ms|s|m|h|d))+$/, 'must be a duration such as 500ms, 15s, 1m')
-  .refine((s) => {
-    const ms = parseDuration(s);
-    return ms !== undefined && ms > 0;
-  }, 'must be a duration such as 500ms, 15s, 1m');
+/**
+ * A text in Prometheus's duration grammar (src/util/duration.ts). The pattern also goes into the
+ * published JSON Schema; every message quotes the value and says what to write instead.
+ */
+function durationText(positive: boolean) {
+  return z
+    .string({
+      error: (iss) => {
+        if (iss.input === undefined) return undefined; // missing: zod's own message
+        const v = iss.input;
+        const what = typeof v === 'number' ? `the number ${v} has no unit`
+          : `it is ${v === null ? 'empty (null)' : Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'a mapping' : String(v)}`;
+        return `must be a duration: ${what}; ${DURATION_SYNTAX}`;
+      },
+    })
+    .regex(DURATION_PATTERN, { error: (iss) => durationProblem(String(iss.input)), abort: true })
+    .superRefine((s, ctx) => {
+      const problem = durationProblem(s);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+      else if (positive && parseDuration(s) === 0) ctx.addIssue({ code: 'custom', message: `must be longer than 0, e.g. 500ms, 15s, 1m` });
+    });
+}
+
+/** A duration longer than 0. */
+export const duration = durationText(true);
 
 /** A duration that may be 0 (a wait that can be none). */
-export const durationOrZero = z
-  .string()
-  .regex(/^(\d+(\.\d+)?(ms|s|m|h|d))+$/, 'must be a duration such as 0s, 30s, 5m')
-  .refine((s) => parseDuration(s) !== undefined, 'must be a duration such as 0s, 30s, 5m');
+export const durationOrZero = durationText(false);
 
 /** Milliseconds of a duration the schema has already accepted (throws only on a text it would refuse). */
 export function durationMs(d: string): number {
   const v = parseDuration(d);
-  if (v === undefined) throw new Error(`invalid duration ${d}`);
+  if (v === undefined) throw new Error(`invalid duration: ${durationProblem(d) ?? d}`);
   return v;
 }
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { z } from 'zod';
 import { parseYamlConfig, ConfigError, locate, formatPath } from '../config/load';
-import { parseDuration } from '../util/duration';
+import { durationProblem, parseDuration } from '../util/duration';
 
 // --web.config.file in the Prometheus exporter-toolkit format (its docs/web-configuration.md): TLS,
 // client certificates, basic auth, rate limit and extra response headers for every endpoint.
@@ -44,11 +44,11 @@ const headersSchema = z.record(z.string(), z.string()).superRefine((headers, ctx
   }
 });
 
-/** The toolkit's rate_limit interval: a duration ("1s", "100ms"), 0 = no limit. */
-const intervalSchema = z.union([z.literal(0), z.string()]).refine(
-  (v) => v === 0 || parseDuration(v) !== undefined || v === '0',
-  'must be a duration such as 100ms or 1s (0: no limit)',
-);
+/** The toolkit's rate_limit interval: a duration in Prometheus's grammar ("1s", "100ms"), 0 = no limit. */
+const intervalSchema = z.union([z.literal(0), z.string()]).superRefine((v, ctx) => {
+  const problem = v === 0 ? undefined : durationProblem(v);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `${problem} (0: no limit)` });
+});
 
 const webConfigSchema = z.strictObject({
   tls_server_config: z

@@ -326,6 +326,8 @@ describe('install: npm package and container image against real Ray Serve', () =
         'watched_services:',
         `  - service: ${SVC}`,
         '    probe: {method: read, args: [probe-artifact]}',
+        // The exporter's wait of the stale page, divided like the rules' for: (the ÷10 override below).
+        '    page_waits: {uncertain: 12s}',
         '',
       ].join('\n'));
       fs.chmodSync(config, 0o644);
