@@ -351,7 +351,10 @@ watched_services:
     expect(newId).not.toBe(oldId);
     expect(am).toMatchObject({ severity: 'critical', provider_client_ids: [newId], cached: [{ holder: 'exporter', client_id: oldId, stale: true }] });
     const row = (await page.locator('#services tbody tr').innerText()).replace(/\s+/g, ' ');
-    expect(row).toContain(`exporter holds stale client id ${oldId} (not among the live providers)`);
+    // A server id the restarted Hypha replaced: the exporter proves it gone and decides the page at once.
+    expect(row).toContain(`exporter holds stale client id ${oldId} (not among the live providers, a replaced server id: it never returns); `
+      + 'HyphaServiceCachedProxyStale fires');
+    expect(am.cached[0].page).toMatchObject({ firing: true, cause: 'server_gone', self_healing: false });
     expect(row).toMatch(/cached timeout 3\.\d\d s list\(\)/);
     expect(row).toMatch(/fresh ok \d+ ms list\(\)/);
     expect(await page.locator('#services tbody tr.sev-critical').count()).toBe(1);
