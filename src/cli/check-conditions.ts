@@ -5,6 +5,7 @@ import { CANARY_HOLDER, WorkerHolder } from '../snapshot/services';
 import { ARTIFACT_MANAGER_FIX } from '../util/bioengine-release';
 import { isKnown, sourceHealths, Snapshot } from '../snapshot/types';
 import { BIOENGINE_WORKER_TYPE } from '../sources/hypha/workers';
+import { isoSeconds } from '../util/iso-seconds';
 
 // What `hypha-serve-exporter check` reads from one snapshot: which critical pages' conditions hold now,
 // and what the exporter has not finished judging. It judges nothing itself: every condition is a decision
@@ -25,12 +26,10 @@ export interface AlertCondition {
   holder?: string;
 }
 
-const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-
 /** The exporter's decision on a page, as its stage made it (the metric and the status page show the same). */
 function pageText(p: Pick<PageDecision, 'firing' | 'dueSeconds'> | undefined, unless = 'it registers first'): string {
-  if (p?.firing) return `the page fires${p.dueSeconds !== undefined ? ` since ${iso(p.dueSeconds)}` : ''}`;
-  if (p?.dueSeconds !== undefined) return `the page fires at ${iso(p.dueSeconds)} unless ${unless}`;
+  if (p?.firing) return `the page fires${p.dueSeconds !== undefined ? ` since ${isoSeconds(p.dueSeconds)}` : ''}`;
+  if (p?.dueSeconds !== undefined) return `the page fires at ${isoSeconds(p.dueSeconds)} unless ${unless}`;
   return 'the page is not decided yet';
 }
 
@@ -71,7 +70,7 @@ function knownState(s: Snapshot, a: NonNullable<Snapshot['registration']>['apps'
 export function alertConditions(s: Snapshot): AlertCondition[] {
   const out: AlertCondition[] = [];
   const appPaged = new Set<string>();
-  const since = (t?: number) => (t === undefined ? '' : ` since ${new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')}`);
+  const since = (t?: number) => (t === undefined ? '' : ` since ${isoSeconds(t)}`);
   for (const a of s.registration?.apps ?? []) {
     const state = knownState(s, a);
     if (state === undefined || !isMissing(state)) continue;

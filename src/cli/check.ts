@@ -7,6 +7,7 @@ import type { Snapshot } from '../snapshot/types';
 import { REVISION, VERSION } from '../util/version';
 import { AlertCondition, alertConditions, pendingJudgements } from './check-conditions';
 import type { CheckFlags } from './flags';
+import { isoSeconds } from '../util/iso-seconds';
 
 // `hypha-serve-exporter check`: the exporter itself (same sources, same registration stage),
 // started in-process without an HTTP server, stopped once every source's first attempt has ended
@@ -166,13 +167,12 @@ function conditionV1(c: AlertCondition): ConditionV1 {
   return out;
 }
 
-const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** The report for a person at a terminal. */
 export function renderText(r: CheckResultV1, seconds: number): string {
   const lines: string[] = [];
   lines.push(`hypha-serve-exporter check: ${r.config_file}${r.app !== undefined ? `, app ${r.app}` : ''} `
-    + `(${iso(r.generated_at)}, sampled in ${seconds.toFixed(1)} s)`);
+    + `(${isoSeconds(r.generated_at)}, sampled in ${seconds.toFixed(1)} s)`);
   lines.push('', 'Sources');
   for (const s of r.sources) {
     const state = s.up ? 'up  ' : 'DOWN';
@@ -198,7 +198,7 @@ export function renderText(r: CheckResultV1, seconds: number): string {
       : reg.state === 'unknown' ? 'unknown' : 'NO';
     lines.push(`    registered:        ${registered}`);
     lines.push(`    cause:             ${reg.state}: ${reg.cause}`);
-    if (reg.missing_since !== undefined) lines.push(`    missing since:     ${iso(reg.missing_since)}`);
+    if (reg.missing_since !== undefined) lines.push(`    missing since:     ${isoSeconds(reg.missing_since)}`);
     if (reg.bioengine_gate) {
       const g = reg.bioengine_gate;
       const from = g.source === 'evidence' ? 'seen doing so'
@@ -207,7 +207,7 @@ export function renderText(r: CheckResultV1, seconds: number): string {
     }
     if (reg.page) {
       const p = reg.page;
-      const due = p.due !== undefined ? iso(p.due) : '?';
+      const due = p.due !== undefined ? isoSeconds(p.due) : '?';
       lines.push(`    page:              ${p.firing ? `FIRING since ${due}` : `fires at ${due} unless it registers first`}`);
     }
     if (a.worker_view) {
@@ -222,7 +222,8 @@ export function renderText(r: CheckResultV1, seconds: number): string {
       lines.push(`    providers:         ${w.providers === null ? 'unknown' : w.provider_client_ids.join(', ') || 'none'}`);
       lines.push(`    resolved:          ${w.resolved_client_id ?? 'none'}`);
       for (const c of w.cached) {
-        const st = c.stale === true ? `STALE${c.stale_since !== undefined ? ` since ${iso(c.stale_since)}` : ''}` : c.stale === false ? 'live' : 'unknown';
+        const since = c.stale_since !== undefined ? ` since ${isoSeconds(c.stale_since)}` : '';
+        const st = c.stale === true ? `STALE${since}` : c.stale === false ? 'live' : 'unknown';
         lines.push(`    cached (${c.holder}):`.padEnd(23) + `${c.client_id ?? '?'} ${st}${c.error ? ` (${c.error})` : ''}`);
       }
       for (const p of w.probes) {

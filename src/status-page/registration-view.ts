@@ -3,6 +3,7 @@ import type { GateKnowledge, PageDecision } from '../snapshot/registration';
 import { FIRST_RELEASE_WITH_FIXES } from '../util/bioengine-release';
 import type { BioEngineGateV1, PageV1, ProblemV1, RegistrationV1, Severity, WorkerV1, WorkerViewV1 } from './model';
 import { registrationSeverity, worst } from './severity';
+import { isoSeconds } from '../util/iso-seconds';
 
 /** One expected app's registration, in the status page's own terms (adapted from the snapshot). */
 export interface AppRegistrationInput {
@@ -151,10 +152,6 @@ function gateV1(g: GateKnowledge): BioEngineGateV1 {
 
 function pageV1(p: PageDecision): PageV1 {
   return { firing: p.firing, ...(p.sinceSeconds !== undefined ? { since: p.sinceSeconds } : {}), ...(p.dueSeconds !== undefined ? { due: p.dueSeconds } : {}) };
-}
-
-function isoSeconds(t: number): string {
-  return new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** The deployments the tracker's verdict rests on, with their status from Serve's view of the app. */

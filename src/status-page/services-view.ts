@@ -2,6 +2,7 @@ import { CANARY_HOLDER, ProbeVia, WatchedServiceSample } from '../snapshot/servi
 import type { Snapshot } from '../snapshot/types';
 import type { ProbeV1, Severity, WatchedServiceV1 } from './model';
 import { severityRank, worst } from './severity';
+import { isoSeconds } from '../util/iso-seconds';
 
 /** The watched-services part of the status, read from the snapshot when it has one. */
 export interface ServicesView {
@@ -37,7 +38,7 @@ function watchedServiceV1(w: WatchedServiceSample): WatchedServiceV1 {
       // The exporter's decision: critical once the page fires; a self-healing witness (HyphaServiceCachedProxySelfHealing)
       // and a stale id still within its wait are warnings.
       const page = c.page?.firing ? '; HyphaServiceCachedProxyStale fires'
-        : c.page && !c.page.selfHealing ? `; the page fires at ${iso(c.page.dueSeconds)}` : '';
+        : c.page && !c.page.selfHealing ? `; the page fires at ${isoSeconds(c.page.dueSeconds)}` : '';
       const gone = c.page?.cause === 'server_gone' ? ', a replaced server id: it never returns' : '';
       flag(c.page?.firing ? 'critical' : 'warning', `${c.holder} holds stale client id ${c.clientId ?? '?'} (not among the live providers${gone})${page}`);
     }
@@ -115,8 +116,4 @@ function witnessText(w: WatchedServiceSample): string {
         + `${h.recovery})`).join(', ')} do not re-resolve a stale proxy by themselves or may not`
       : 'no holders are configured, so the exporter cannot see whether the real long-lived clients recovered';
   return `the exporter's stale canary is kept as the witness: ${seen}; it ends when ${ends.join(', or ')}`;
-}
-
-function iso(t: number): string {
-  return new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }

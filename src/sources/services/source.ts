@@ -411,6 +411,8 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     if (this.#stopped) return;
     const up = this.#book.up;
     const st = this.#state;
+    // One reading of the clock for every decision of this sample.
+    const now = Date.now() / 1000;
     const sample: WatchedServiceSample = {
       service: this.cfg.service,
       health: this.#book.health,
@@ -418,7 +420,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
       providers: up ? st.providers : undefined,
       resolvedClientId: up ? this.#lastResolved.clientId : undefined,
       resolveError: up ? this.#lastResolved.error : undefined,
-      cached: up ? st.judge(Date.now() / 1000, this.cfg.pageWaits, (id) => this.#serverIds.replacedServer(id)) : [],
+      cached: up ? st.judge(now, this.cfg.pageWaits, (id) => this.#serverIds.replacedServer(id)) : [],
       clientIdChangesTotal: st.changesTotal,
       lastChangeSeconds: st.lastChangeSeconds,
       canaryReresolvesTotal: st.reresolvesTotal,
@@ -432,7 +434,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
       selfHealingReleaseSeconds: (this.cfg.canary.selfHealingReleaseMs ?? SELF_HEALING_WITNESS_SECONDS * 1000) / 1000,
     };
     if (this.cfg.canary.enabled) sample.witnessSelfHealing = st.witnessSelfHealing;
-    if (up) sample.probeVerdicts = st.probeVerdicts(Date.now() / 1000, this.cfg.probeWindowMs);
+    if (up) sample.probeVerdicts = st.probeVerdicts(now, this.cfg.probeWindowMs);
     this.#published = true;
     this.store.setService(this.cfg.service, sample);
   }

@@ -140,7 +140,6 @@ export interface ProbeSpan {
   lastOkSeconds?: number;
 }
 
-
 function key(method: string, via: CallVia, outcome: string, holder = ''): string {
   return `${method}\u0000${via}\u0000${outcome}\u0000${holder}`;
 }
