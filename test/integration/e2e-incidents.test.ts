@@ -393,6 +393,15 @@ describe('end-to-end incident replays', () => {
     });
     const probeFailure = await probed;
     if (probeFailure) throw probeFailure;
+    // Once fired, the decision holds for the spell. Hypha's restart reconnects the release workers one by one; a
+    // moment in which only the fixed one was listed once ended the page for 6 s (1, 0, 1), and an engine that
+    // evaluates 30 s late saw the page end and then a second one.
+    const r = await stack.prometheus.queryRange(
+      'hypha_serve_service_cached_stale_page{service="public/artifact-manager",holder="exporter"}', Math.floor(t0 / 1000), Math.ceil(Date.now() / 1000), 1,
+    );
+    const values = r.data.resultType === 'matrix' ? r.data.result.flatMap((x) => x.values.map(([, v]) => v)) : [];
+    const rises = values.filter((v, i) => v === '1' && values[i - 1] !== '1').length;
+    expect({ rises, sawPage: values.includes('1') }).toEqual({ rises: 1, sawPage: true });
     checks.throwIfAny();
   });
 

@@ -172,6 +172,41 @@ describe('WatchState: the self-healing witness', () => {
     expect(back.applyRegistry({ nowSeconds: 600, providers: [C.clientId], resolved: C }).witnessReleased?.reason).toBe('self_healing');
   });
 
+  test('a page that fired holds through a moment in which every holder looks self-healing (workers reconnecting one by one after a Hypha restart); a fleet that heals for the whole release bound ends it', () => {
+    const st = new WatchState({ enabled: true }, 'list');
+    st.setWorkers([healing('w1'), old('w-old')]);
+    witness(st);
+    const page = (t: number) => st.judge(t, DEFAULT_STALE_PAGE_WAITS, () => true).find((c) => c.holder === 'exporter')?.page;
+    expect(page(100)).toMatchObject({ firing: true, cause: 'server_gone', selfHealing: false });
+    // Hypha restarted: the fixed worker is back first, the old one not yet listed.
+    st.setWorkers([healing('w1')]);
+    expect(cycle(st, 130)).toEqual({});
+    expect(st.witnessSelfHealing).toBe(true);
+    expect(page(130)).toMatchObject({ firing: true, selfHealing: false });
+    // No warning beside the page, and the cached probe still judged (the page explains it).
+    expect(st.selfHealingWarning).toBe(false);
+    st.setWorkers([healing('w1'), old('w-old')]);
+    expect(page(140)).toMatchObject({ firing: true });
+    // The old worker restarted on a fixed release: after the release bound of healing holders the witness ends, and the page with it.
+    st.setWorkers([healing('w1'), healing('w-old')]);
+    expect(cycle(st, 150)).toEqual({});
+    expect(page(150)?.firing).toBe(true);
+    expect(cycle(st, 450).witnessReleased?.reason).toBe('self_healing');
+    expect(page(450)).toBeUndefined();
+  });
+
+  test('before a page: a moment in which every holder looks self-healing delays it (a warning), the older worker listed again pages', () => {
+    const st = new WatchState({ enabled: true }, 'list');
+    st.setWorkers([healing('w1')]);
+    witness(st);
+    const page = (t: number) => st.judge(t, DEFAULT_STALE_PAGE_WAITS, () => true).find((c) => c.holder === 'exporter')?.page;
+    expect(page(100)).toMatchObject({ firing: false, selfHealing: true });
+    expect(st.selfHealingWarning).toBe(true);
+    st.setWorkers([healing('w1'), old('w-old')]);
+    expect(page(110)).toMatchObject({ firing: true, selfHealing: false });
+    expect(st.selfHealingWarning).toBe(false);
+  });
+
   test('a reload hands the spell over: the successor releases on the same schedule', () => {
     const st = new WatchState({ enabled: true }, 'list');
     st.setWorkers([healing('w1')]);

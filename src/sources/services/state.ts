@@ -157,15 +157,18 @@ export const DEFAULT_STALE_PAGE_WAITS: StalePageWaits = { provenMs: 0, uncertain
 /**
  * The page of one stale held id, decided on its spell: it fires once the id has been stale for its
  * cause's wait (at once when the cause is proven final) and then holds until the spell ends (the id is
- * live again, or the holder holds another), whatever the cause becomes. The canary of a self-healing
- * witness never pages (it warns), and does not start the count of a page either.
+ * live again, the holder holds another, or the witness is released), whatever the cause or the holders
+ * become. The canary of a self-healing witness does not page (it warns) and does not start the count of
+ * a page. Once paged, a moment in which every holder looks self-healing (after a Hypha restart the
+ * workers reconnect one by one, a fixed one first) does not end the page: unknown never un-pages; a
+ * fleet that really heals ends the spell through the self-healing release.
  */
 export function decideStalePage(
   staleSinceSeconds: number, pagedSeconds: number | undefined, cause: StaleCause, selfHealing: boolean, nowSeconds: number, waits: StalePageWaits,
 ): StalePageDecision & { pagedSeconds?: number } {
   const due = staleSinceSeconds + (cause === 'server_gone' ? waits.provenMs : waits.uncertainMs) / 1000;
   const paged = pagedSeconds ?? (!selfHealing && nowSeconds >= due ? nowSeconds : undefined);
-  return { firing: !selfHealing && paged !== undefined, sinceSeconds: staleSinceSeconds, dueSeconds: paged ?? due, cause, selfHealing, pagedSeconds: paged };
+  return { firing: paged !== undefined, sinceSeconds: staleSinceSeconds, dueSeconds: paged ?? due, cause, selfHealing: selfHealing && paged === undefined, pagedSeconds: paged };
 }
 
 export class WatchState {
@@ -298,6 +301,14 @@ export class WatchState {
   get witnessSelfHealing(): boolean {
     return this.#canary?.staleSinceSeconds !== undefined && this.holderSpecs.length === 0 && this.#workers.length > 0
       && this.#workers.every((w) => w.recovery === 'self_healing');
+  }
+
+  /**
+   * The self-healing witness as a warning: self-healing, and the canary has not paged in this spell (a page
+   * holds for its spell; one warning or page per witness, never both).
+   */
+  get selfHealingWarning(): boolean {
+    return this.witnessSelfHealing && this.#canary?.pagedSeconds === undefined;
   }
 
   /** Takes the first resolution as the canary ("resolved at start", as a worker does). */
@@ -512,7 +523,7 @@ export class WatchState {
     const okWithin = (s: ProbeSpan | undefined) => s?.lastOkSeconds !== undefined && nowSeconds - s.lastOkSeconds <= w;
     const { cached, fresh } = this.#probeSpans;
     const out: ProbeVerdicts = {};
-    if (watched(cached)) out.cachedFailing = !okWithin(cached) && okWithin(fresh) && !this.witnessSelfHealing;
+    if (watched(cached)) out.cachedFailing = !okWithin(cached) && okWithin(fresh) && !this.selfHealingWarning;
     if (spans.some(watched)) out.allFailing = !spans.some(okWithin);
     return out;
   }
