@@ -60,29 +60,33 @@ function unknownNames(text: string, known: Known): string[] {
 const flagsIn = (text: string) => [...text.matchAll(/(?<![\w-])--([a-z][a-z0-9.-]*[a-z0-9])/g)].map((m) => m[1]);
 
 /**
- * The README's flags: those in the first cell of its table rows (the exporter's flag table) and those on a
- * `hypha-serve-exporter check …` command line (the check synopsis). Other commands (npm, podman, node
- * scripts) have flags of their own and are not read.
+ * The README's flags: those in the first cell of its table rows (the exporter's flag table), those on a
+ * `hypha-serve-exporter check …` command line (the check synopsis) and those on any other
+ * `hypha-serve-exporter …` command line (examples). Other commands (npm, podman, node scripts) have flags
+ * of their own and are not read.
  */
-function readmeFlags(readme: string): { main: string[]; check: string[] } {
+function readmeFlags(readme: string): { main: string[]; check: string[]; examples: string[] } {
   const main: string[] = [];
   const check: string[] = [];
+  const examples: string[] = [];
   for (const line of readme.split('\n')) {
     const row = /^\|\s*([^|]*)\|/.exec(line);
     if (row && row[1].trimStart().startsWith('`--')) main.push(...flagsIn(row[1]));
-    const cmd = /(?:^|`)hypha-serve-exporter check\b([^`]*)/.exec(line);
-    if (cmd) check.push(...flagsIn(cmd[1].split('#')[0]));
+    for (const cmd of line.matchAll(/(?:^|`)hypha-serve-exporter( check\b)?([^`]*)/g)) {
+      (cmd[1] ? check : examples).push(...flagsIn(cmd[2].split('#')[0]));
+    }
   }
-  return { main, check };
+  return { main, check, examples };
 }
 
-/** Flags the README's table or check synopsis names that the code lacks, and flags of the code they miss. */
+/** Flags the README's table, examples or check synopsis name that the code lacks, and flags of the code they miss. */
 function flagProblems(readme: string): string[] {
-  const { main, check } = readmeFlags(readme);
+  const { main, check, examples } = readmeFlags(readme);
   const mainSpec = FLAG_SPECS.map((f) => f.name);
   const checkSpec = CHECK_FLAG_SPECS.map((f) => f.name);
   return [
     ...main.filter((f) => !mainSpec.includes(f)).map((f) => `flag table names --${f}, which the exporter does not have`),
+    ...[...new Set(examples)].filter((f) => !mainSpec.includes(f)).map((f) => `a command line names --${f}, which the exporter does not have`),
     ...mainSpec.filter((f) => !main.includes(f)).map((f) => `flag table misses --${f}`),
     ...check.filter((f) => !checkSpec.includes(f)).map((f) => `check synopsis names --${f}, which check does not have`),
     ...checkSpec.filter((f) => !check.includes(f)).map((f) => `check synopsis misses --${f}`),
@@ -154,13 +158,15 @@ describe('names in README.md and the runbooks are the code\'s', () => {
       ]);
     });
 
-    it('a flag the code lacks, a missing flag and a check flag on the wrong command are reported', () => {
+    it('a flag the code lacks, a missing flag and a made-up flag on a command line are reported', () => {
       const broken = readme
         .replace('| `--web.max-connections` |', '| `--web.max-conns` |')
-        .replace('[--timeout=30s] ', '[--deadline=30s] ');
+        .replace('[--timeout=30s] ', '[--deadline=30s] ')
+        .replace('hypha-serve-exporter --config.file=config.yml', 'hypha-serve-exporter --config=config.yml');
       expect(broken).not.toBe(readme);
       expect(flagProblems(broken)).toEqual([
         'flag table names --web.max-conns, which the exporter does not have',
+        'a command line names --config, which the exporter does not have',
         'flag table misses --web.max-connections',
         'check synopsis names --deadline, which check does not have',
         'check synopsis misses --timeout',
