@@ -98,16 +98,26 @@ export async function startEngineAlertPath(stack: Stack, engine: RuleEngine, o: 
 }
 
 /** Waits for a firing notification of `alert` (matching labels) delivered after `since`; returns the delay. */
-export async function waitForPage(via: { receiver: Receiver }, alert: string, since: number, timeoutMs: number, labels: Record<string, string> = {}, receiverPath?: string): Promise<{ ms: number; labels: Record<string, string>; annotations: Record<string, string> }> {
-  const hit = await waitFor(`${alert} page`, async () => {
-    for (const p of via.receiver.pages) {
-      if (p.receivedAt < since || (receiverPath && p.path !== receiverPath)) continue;
-      const a = p.alerts.find((x) => x.status === 'firing' && x.labels.alertname === alert && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
-      if (a) return { ms: p.receivedAt - since, labels: a.labels, annotations: a.annotations };
-    }
-    return undefined;
-  }, timeoutMs, 250);
-  return hit;
+export async function waitForPage(
+  via: { receiver: Receiver; firing?: () => Promise<string[]> }, alert: string, since: number, timeoutMs: number, labels: Record<string, string> = {}, receiverPath?: string,
+): Promise<{ ms: number; labels: Record<string, string>; annotations: Record<string, string> }> {
+  try {
+    return await waitFor(`${alert} page`, async () => {
+      for (const p of via.receiver.pages) {
+        if (p.receivedAt < since || (receiverPath && p.path !== receiverPath)) continue;
+        const a = p.alerts.find((x) => x.status === 'firing' && x.labels.alertname === alert && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+        if (a) return { ms: p.receivedAt - since, labels: a.labels, annotations: a.annotations };
+      }
+      return undefined;
+    }, timeoutMs, 250);
+  } catch (e) {
+    // What the path did instead, so a page that never came can be told from one notified before the fault or held back.
+    const seen = via.receiver.pages.flatMap((p) => p.alerts.filter((x) => x.labels.alertname === alert)
+      .map((x) => `${x.status} at ${p.path} ${((p.receivedAt - since) / 1000).toFixed(1)} s ${JSON.stringify(x.labels)}`));
+    const firing = via.firing ? await via.firing().catch((err: unknown) => [`(unreadable: ${String(err)})`]) : [];
+    throw new Error(`${e instanceof Error ? e.message : String(e)}; notifications of ${alert} (seconds after the fault): [${seen.join('; ')}]; `
+      + `firing in the engine now: [${firing.join(', ')}]`);
+  }
 }
 
 /** Firing notifications of `alert` delivered since `since`. */
