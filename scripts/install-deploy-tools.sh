@@ -133,6 +133,18 @@ if [ ! -f "$crds/.done" ]; then
   chmod u+w "$crds"/*.yaml
   touch "$crds/.done"
 fi
+# The AlertmanagerConfig CRD, apart (check-deploy.sh validates every CRD of the directory above): it checks
+# examples/alertmanagerconfig.yaml (test/unit/alertmanagerconfig.test.ts).
+amc_crd="$cache/prometheus-operator-alertmanagerconfig-crd-$PROMETHEUS_OPERATOR_VERSION"
+if [ ! -f "$amc_crd/.done" ]; then
+  step "Prometheus Operator $PROMETHEUS_OPERATOR_VERSION AlertmanagerConfig CRD from the Go module proxy"
+  moddir="$(cd "$cache" && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" \
+    | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))')"
+  mkdir -p "$amc_crd"
+  cp "$moddir"/example/prometheus-operator-crd/monitoring.coreos.com_alertmanagerconfigs.yaml "$amc_crd/"
+  chmod u+w "$amc_crd"/*.yaml
+  touch "$amc_crd/.done"
+fi
 
 wait $p1
 wait $p2

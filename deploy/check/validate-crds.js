@@ -19,6 +19,9 @@ function goRegexToEcma(pattern) {
   let inClass = false;
   const body = pattern.slice(at + 4);
   for (let i = 0; i < body.length; i++) {
+    // A further (?i) (the AlertmanagerConfig CRD's month names have one per group) adds nothing: the rest is
+    // case-insensitive already.
+    if (body.startsWith('(?i)', i)) { i += 3; continue; }
     const c = body[i];
     if (c === '\\') { out += c + (body[i + 1] ?? ''); i++; continue; }
     if (c === '[') inClass = true;

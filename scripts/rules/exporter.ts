@@ -76,15 +76,16 @@ export function exporterGroup(c: MixinConfig): Group {
       alert(c, 'HyphaServeExporterDown', {
         comment:
           'Per target: each replica of an HA pair is its own target. Two branches in two lines: a target that fails its ' +
-          'scrapes (up == 0, with its job and instance), or no target at all (absent() yields one series with the ' +
-          'selector\'s equality matchers as labels, none for the default job=~ selector).',
+          'scrapes (up == 0, with its job, instance and namespace), or no target at all (absent() yields one series with the ' +
+          'selector\'s equality matchers as labels: none for the default job=~ selector; the chart adds its release ' +
+          'namespace, and a selector with namespace="..." or job="..." gives them, so a namespaced route receives the page).',
         expr: `up{${c.exporter_selector}} == 0\n  or absent(up{${c.exporter_selector}})\n`,
         annotations: {
           summary: 'The hypha-serve-exporter target is down or missing from Prometheus.',
           description: prose(`
             {{ if $labels.instance }}Prometheus has failed to scrape hypha-serve-exporter target {{ $labels.instance }} (job
-            {{ $labels.job }}) for ${human('HyphaServeExporterDown')}.{{ else }}Prometheus has had no target matching
-            {${c.exporter_selector.replace(/"/g, "'")}} for ${human('HyphaServeExporterDown')}.{{ end }} Every hypha-serve alert
+            {{ $labels.job }}{{ with $labels.namespace }}, namespace {{ . }}{{ end }}) for ${human('HyphaServeExporterDown')}.{{ else }}Prometheus has had no target matching
+            {${c.exporter_selector.replace(/"/g, "'")}}{{ with $labels.namespace }} in namespace {{ . }}{{ end }} for ${human('HyphaServeExporterDown')}.{{ end }} Every hypha-serve alert
             that needs {{ if $labels.instance }}this replica{{ else }}the exporter{{ end }} is blind until it is back.
           `),
         },

@@ -2,6 +2,8 @@
 // 0.25 and 0.35 from scripts/setup-engines.sh, test/harness/engines.ts): alerts posted through its
 // v2 API are routed by severity to the pager and chat webhooks, and the inhibition rules hold (the
 // inhibited alerts are reported as such and never delivered), and one Hypha outage is one notification.
+// And examples/alertmanagerconfig.yaml as the Prometheus Operator renders it (its route under a
+// namespace="monitoring" matcher): the pages of that namespace reach its receivers, another namespace's do not.
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -10,6 +12,7 @@ import { parse, stringify } from 'yaml';
 import { freePorts } from '../harness/ports';
 import { Proc, repoRoot, startProc, waitFor } from '../harness/proc';
 import { alertmanagerVersions, AlertmanagerVersion, assertEngine } from '../harness/engines';
+import { AlertmanagerConfigObject, renderAlertmanagerConfig } from '../helpers/alertmanagerconfig';
 
 jest.setTimeout(120_000);
 
@@ -200,5 +203,79 @@ describe.each(alertmanagerVersions().map((v) => [v.label, v] as const))('Alertma
     const first = Math.min(...deliveries.map((d) => d.at));
     console.log(`alertmanager ${label}: ${deliveries.length} notifications (${deliveries.filter((d) => d.path === '/pager').length} pager, ` +
       `${deliveries.filter((d) => d.path === '/chat').length} chat); first ${first - posted} ms after posting (group_wait 1s)`);
+  });
+});
+
+/** Routes of the AlertmanagerConfig example: the namespace its route matches, and one the operator keeps out. */
+const AMC_ALERTS = {
+  page: alert('HyphaServeAppRunningNotRegistered', 'critical', { namespace: 'monitoring', ray_cluster: 'kth', app: 'model-runner', hypha: 'main' }),
+  warning: alert('HyphaServeAppUnhealthy', 'warning', { namespace: 'monitoring', ray_cluster: 'kth', app: 'cellpose' }),
+  otherNamespace: alert('HyphaServeAppRunningNotRegistered', 'critical', { namespace: 'ml-staging', ray_cluster: 'kth', app: 'model-runner', hypha: 'main' }),
+};
+
+describe.each(alertmanagerVersions().map((v) => [v.label, v] as const))('Alertmanager %s with the AlertmanagerConfig example', (label, version: AlertmanagerVersion) => {
+  let am: Proc | undefined;
+  let receiver: http.Server | undefined;
+  let tmp = '';
+  let amUrl = '';
+  const deliveries: Delivery[] = [];
+
+  beforeAll(async () => {
+    if (version !== alertmanagerVersions()[0]) assertEngine('alertmanager');
+    const [receiverPort, amPort] = await freePorts(2);
+    receiver = http.createServer((req, res) => {
+      let data = '';
+      req.on('data', (c: Buffer) => (data += c.toString('utf8')));
+      req.on('end', () => {
+        deliveries.push({ path: req.url ?? '', at: Date.now(), body: JSON.parse(data) as WebhookPayload });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver?.listen(receiverPort, '127.0.0.1', () => resolve()));
+    const text = fs.readFileSync(path.join(repoRoot(), 'examples', 'alertmanagerconfig.yaml'), 'utf8');
+    expect(text).toContain(EXAMPLE_WEBHOOK_BASE);
+    const amc = parse(text.split(EXAMPLE_WEBHOOK_BASE).join(`http://127.0.0.1:${receiverPort}`)) as AlertmanagerConfigObject;
+    amc.spec.route.groupWait = '1s';
+    amc.spec.route.groupInterval = '2s';
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hse-amc-'));
+    const cfgFile = path.join(tmp, 'alertmanager.yml');
+    fs.writeFileSync(cfgFile, stringify(renderAlertmanagerConfig(amc)));
+    amUrl = `http://127.0.0.1:${amPort}`;
+    am = startProc(`alertmanager-amc-${label}`, version.alertmanager, [
+      `--config.file=${cfgFile}`,
+      `--storage.path=${path.join(tmp, 'data')}`,
+      `--web.listen-address=127.0.0.1:${amPort}`,
+      '--cluster.listen-address=',
+      '--log.level=warn',
+    ]);
+    await waitFor('alertmanager ready', async () => (await fetch(`${amUrl}/-/ready`)).ok, 30_000);
+  });
+
+  afterAll(async () => {
+    await am?.stop();
+    await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('a page with namespace="monitoring" reaches the pager of the namespace\'s route; the same page from another namespace does not', async () => {
+    const res = await fetch(`${amUrl}/api/v2/alerts`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(Object.values(AMC_ALERTS)),
+    });
+    expect(res.status).toBe(200);
+    const delivered = (p: string) => deliveries.filter((d) => d.path === p).flatMap((d) => d.body.alerts.map((a) => a.labels));
+    const is = (l: Record<string, string>, a: { labels: Record<string, string> }) => JSON.stringify(Object.entries(l).sort()) === JSON.stringify(Object.entries(a.labels).sort());
+    await waitFor('pager and chat notifications', async () =>
+      delivered('/pager').some((l) => is(l, AMC_ALERTS.page)) && delivered('/chat').some((l) => is(l, AMC_ALERTS.warning)), 30_000);
+    // A further group interval: the other namespace's page must still not have been sent.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const all = [...delivered('/pager'), ...delivered('/chat')];
+    expect(all.some((l) => is(l, AMC_ALERTS.otherNamespace))).toBe(false);
+    expect(delivered('/chat').some((l) => is(l, AMC_ALERTS.page))).toBe(false);
+    for (const d of deliveries) expect(d.body.receiver).toBe(d.path === '/pager' ? 'monitoring/hypha-serve-exporter/pager' : 'monitoring/hypha-serve-exporter/chat');
+    // Alertmanager did receive it: routed to the root receiver, which sends nothing.
+    const listed = (await (await fetch(`${amUrl}/api/v2/alerts?receiver=null`)).json()) as ApiAlert[];
+    expect(listed.some((a) => a.labels.namespace === 'ml-staging')).toBe(true);
   });
 });

@@ -119,6 +119,27 @@ function unorderedReads(inFileOrder: ReturnType<typeof loadRules>, textOnly: Rea
   return out;
 }
 
+/**
+ * The by/on/ignoring/without clauses of one expression that lose a topology label: every by/on list over exporter
+ * series carries all of them (two installs, or two namespaces with the same job, never meet), and no ignoring or
+ * without list names one. `max by (reason)`, `by (le)` (one label within one identity) and `on ()` are exempt, and
+ * so is every `by` of an annotation query (`inQuery`), which aggregates within a selector of the alert's identity.
+ */
+function topologyViolations(rule: string, expr: string, topo: readonly string[], inQuery = false): string[] {
+  const out: string[] = [];
+  for (const m of expr.matchAll(/\b(by|on|ignoring|without) \(([^)]*)\)/g)) {
+    const list = m[2].split(',').map((x) => x.trim()).filter(Boolean);
+    if (m[1] === 'ignoring' || m[1] === 'without') {
+      for (const t of topo.filter((t) => list.includes(t))) out.push(`${rule}: ${m[0]} drops ${t}`);
+      continue;
+    }
+    const withinIdentity = m[1] === 'by' && (inQuery || (list.length === 1 && !['job', 'instance'].includes(list[0])));
+    if (list.length === 0 || withinIdentity) continue;
+    for (const t of topo.filter((t) => !list.includes(t))) out.push(`${rule}: ${m[0]} lacks ${t}`);
+  }
+  return out;
+}
+
 const rules = loadRules(ROOT);
 const alerts = rules.filter((r) => r.kind === 'alert');
 const records = rules.filter((r) => r.kind === 'record');
@@ -276,6 +297,31 @@ describe('the mixin generator', () => {
       expect(reg.annotations.description).toContain('no cause reported in the last 10 minutes');
       expect((byName.get('HyphaServiceProbeFailing') as { labels: Record<string, string> }).labels.severity).toBe('critical');
       expect(String((byName.get('HyphaServeExporterDown') as Record<string, unknown>).expr)).toContain('up{job="hse",namespace="monitoring"}');
+      // Rendered for a known job and namespace, the page of a missing exporter (absent(), no series to take labels
+      // from) carries both, from the selector's equality matchers: a namespaced AlertmanagerConfig routes it too.
+      const absentTest = {
+        rule_files: ['recording.yml', 'alerts.yml'],
+        evaluation_interval: '1m',
+        tests: [{
+          interval: '1m',
+          input_series: [{ series: 'up{job="node",namespace="monitoring",instance="host:9100"}', values: '1x10' }],
+          alert_rule_test: [{
+            eval_time: '6m',
+            alertname: 'HyphaServeExporterDown',
+            exp_alerts: [{
+              exp_labels: { severity: 'critical', job: 'hse', namespace: 'monitoring' },
+              exp_annotations: {
+                summary: 'The hypha-serve-exporter target is down or missing from Prometheus.',
+                description: "Prometheus has had no target matching {job='hse',namespace='monitoring'} in namespace monitoring for 5 minutes. Every hypha-serve alert that needs the exporter is blind until it is back.",
+                runbook_url: 'https://wiki.example.org/runbooks/hyphaserveexporterdown',
+              },
+            }],
+          }],
+        }],
+      };
+      fs.writeFileSync(path.join(out, 'absent.test.yml'), stringify(absentTest));
+      const absent = run(VERSIONS[0].promtool, ['test', 'rules', path.join(out, 'absent.test.yml')]);
+      if (absent.code !== 0) throw new Error(absent.out);
       // Every exporter metric selector carries the user's selector, in both files.
       for (const f of ['recording.yml', 'alerts.yml']) {
         const d = parse(fs.readFileSync(path.join(out, f), 'utf8')) as { groups: { rules: { expr: string }[] }[] };
@@ -464,21 +510,24 @@ describe('rule files', () => {
     expect(alerts.find((a) => a.name === 'HyphaServeAppRunningNotRegistered')?.group).toBe('hypha-serve-registration');
   });
 
-  test('the topology labels (default cluster) are in every by/on list and in no matcher or text as the Ray cluster (v0.1)', () => {
+  test('the topology labels (default cluster, namespace) are in every by/on list, in no ignoring/without list, and in no matcher or text as the Ray cluster (v0.1)', () => {
     const topo = CONFIG.topology_labels;
-    expect(topo).toEqual(['cluster']);
+    expect(topo).toEqual(['cluster', 'namespace']);
     for (const r of rules) {
       const text = [r.expr, ...Object.values(r.annotations)].join('\n');
-      // v0.1 named the Ray cluster `cluster`: no rule matches on it or prints it as such.
-      expect({ rule: r.name, v01: /[{,]\s*cluster\s*[=!~]|\$labels\.cluster\b(?!\s+\$labels\.job)/.test(text.replace(/cluster=%(\[\d+\])?q,/g, '')) }).toEqual({ rule: r.name, v01: false });
-      expect({ rule: r.name, global: /(min|max) by \((cluster, )?job, instance\) \(hypha_serve_source_up/.test(r.expr) }).toEqual({ rule: r.name, global: false });
-      // Every by/on list of a rule over exporter series starts with the topology labels (two installs never meet).
-      for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g)) {
-        const list = m[2].split(',').map((x) => x.trim()).filter(Boolean);
-        if (list.length === 0 || (m[1] === 'by' && list.length === 1 && !['job', 'instance'].includes(list[0]))) continue; // max by (reason), by (le): within one identity
-        expect({ rule: r.name, clause: m[0], topology: topo.every((t) => list.includes(t)) }).toEqual({ rule: r.name, clause: m[0], topology: true });
-      }
+      // v0.1 named the Ray cluster `cluster`: no rule matches on it or prints it as such (the topology label is
+      // selected with the alert's own value: cluster=%q $labels.cluster, followed by the next identity label).
+      expect({ rule: r.name, v01: /[{,]\s*cluster\s*[=!~]|\$labels\.cluster\b(?!\s+\$labels\.(namespace|job)\b)/.test(text.replace(/cluster=%(\[\d+\])?q,/g, '')) }).toEqual({ rule: r.name, v01: false });
+      expect({ rule: r.name, global: /(min|max) by \((cluster, )?(namespace, )?job, instance\) \(hypha_serve_source_up/.test(r.expr) }).toEqual({ rule: r.name, global: false });
     }
+    expect(rules.flatMap((r) => [r.expr, ...Object.values(r.annotations)].flatMap((t, i) => topologyViolations(r.name, t, topo, i > 0)))).toEqual([]);
+    // It can fail: a by/on without namespace (two namespaces with the same job would merge), an ignoring or
+    // without that drops it.
+    expect(topologyViolations('A', 'max by (cluster, job, app) (x) or on (cluster, namespace, job) y', topo)).toEqual(['A: by (cluster, job, app) lacks namespace']);
+    expect(topologyViolations('A', 'x - ignoring (namespace, state) y', topo)).toEqual(['A: ignoring (namespace, state) drops namespace']);
+    expect(topologyViolations('A', 'sum without (namespace) (x)', topo)).toEqual(['A: without (namespace) drops namespace']);
+    expect(topologyViolations('A', 'max by (reason) (x) or on () y - ignoring (state) z', topo)).toEqual([]);
+    expect(topologyViolations('A', 'max by (deployment, service) (x * on (cluster, job, app) y)', topo, true)).toEqual(['A: on (cluster, job, app) lacks namespace']);
   });
 
   test('fact alerts aggregate instance away (an HA pair pages once, whatever its replica labels); per-process alerts keep it', () => {
@@ -842,6 +891,13 @@ describe('mutations: the tests can fail', () => {
       to: '',
       testFile: 'services.test.yml',
       failingTest: 'slow calls seen by two replicas - one warning; the source down for longer than the bridge ends it',
+    },
+    {
+      what: 'namespace out of every by/on (two namespaces with the same job are one upstream, one app)',
+      from: 'cluster, namespace, job',
+      to: 'cluster, job',
+      testFile: 'namespace.test.yml',
+      failingTest: 'source down in one of two namespaces with the same job - pages for that namespace; the other\'s up source does not hide it',
     },
     {
       what: 'defect 2: the expected service in the alert identity (v0.1)',
