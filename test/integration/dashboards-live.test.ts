@@ -119,6 +119,12 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
   });
 
   const inProm = async (expr: string) => (await prom.vector(expr)).length > 0;
+  /**
+   * OK_REQUESTS requests to the plain app at once, their statuses: its Worker idles at zero, and one wake-up
+   * serves them all (on a loaded machine a replica can take a minute to start).
+   */
+  const okRequests = async (text: string) =>
+    (await Promise.all(Array.from({ length: OK_REQUESTS }, () => ray.request(`/${PLAIN_APP}?text=${text}`, 180_000)))).map((r) => r.status);
   /** The values one dashboard query gives with every variable "All". */
   const panelValues = async (dashboard: string, panel: string, refId = 'A') => {
     const q = QUERIES.find((x) => x.dashboard === dashboard && x.panel === panel && x.refId === refId);
@@ -216,7 +222,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
       (await inProm(`hypha_serve_worker_up{job="${JOB}"} == 1`)) && (await inProm(`hypha_serve_service_probe_success{job="${JOB}",service="${WATCHED}",via="cached"} == 1`)), 60_000, 1_000);
     // Ray counts HTTP requests per application once they come: the plain app answers 200, the BioEngine-shaped
     // ingress has no HTTP handler (500), so both have series for the Ray panels, and no error yet for the plain one.
-    for (let i = 0; i < OK_REQUESTS; i++) expect((await ray.request(`/${PLAIN_APP}?text=hi`)).status).toBe(200);
+    expect(await okRequests('hi')).toEqual(Array(OK_REQUESTS).fill(200));
     expect((await ray.request(`/${PINNED_APP}`)).status).toBeGreaterThanOrEqual(400);
     await waitFor("Ray's request counters of both apps in Prometheus", async () => {
       const v = await prom.vector(`count_over_time(ray_serve_num_http_requests_total{job="${RAY_JOB}",application=~"${PLAIN_APP}|${PINNED_APP}"}[1m])`);
@@ -286,7 +292,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     const errors = () => byApp('HTTP errors per second (Ray Serve)');
     const counter = async (metric: string) => (await prom.vector(`sum(${metric}{job="${RAY_JOB}",application="${PLAIN_APP}"})`)).map((s) => Number(s.value[1]));
     // The requests of beforeAll are older than the rate window by now: send more, which the panel must show.
-    for (let i = 0; i < OK_REQUESTS; i++) expect((await ray.request(`/${PLAIN_APP}?text=again`)).status).toBe(200);
+    expect(await okRequests('again')).toEqual(Array(OK_REQUESTS).fill(200));
     await waitFor('the request rate above 0', async () => ((await requests()).get(PLAIN_APP) ?? 0) > 0, 60_000, 1_000);
     // Before any error: an error rate of exactly 0 (not absent) for the plain app.
     expect((await errors()).get(PLAIN_APP)).toBe(0);
