@@ -4,7 +4,7 @@ import { DashboardBuilder, DashboardCursorSync, RowBuilder, type Dashboard } fro
 import { BigValueColorMode, BigValueTextMode } from '@grafana/grafana-foundation-sdk/common';
 import { DASHBOARD_TAG, sel } from './lib/conventions';
 import { packLink, rangeQuery, runbookIndexLink, runbookLinks, stateTimelinePanel, statPanel, statQuery, thresholds, timeseriesPanel, UP_DOWN, valueMap } from './lib/panels';
-import { datasourceVariable, instanceVariable, jobVariable } from './lib/variables';
+import { clusterVariable, datasourceVariable, instanceVariable, jobVariable } from './lib/variables';
 
 export const UID = 'hypha-serve-exporter-health';
 
@@ -252,6 +252,7 @@ export function build(): Dashboard {
     .link(packLink())
     .link(runbookIndexLink())
     .withVariable(datasourceVariable())
+    .withVariable(clusterVariable())
     .withVariable(jobVariable())
     .withVariable(instanceVariable());
   nowRow(d);

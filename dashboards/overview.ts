@@ -4,9 +4,9 @@
 import { DashboardBuilder, DashboardCursorSync, RowBuilder, type Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
 import { BigValueColorMode, BigValueTextMode, StackingMode, TableCellDisplayMode, StackingConfigBuilder } from '@grafana/grafana-foundation-sdk/common';
 import { PanelBuilder as TablePanel } from '@grafana/grafana-foundation-sdk/table';
-import { APP_STATES, DASHBOARD_TAG, DEPLOYMENT_STATES, DS, REGISTRATION_STATES, sel, stateCode } from './lib/conventions';
-import { packLink, rangeQuery, runbookIndexLink, runbookLinks, sourceUpPanel, stateTimelinePanel, statPanel, statQuery, tableQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
-import { appVariable, rayClusterVariable, datasourceVariable, instanceVariable, jobVariable, workspaceVariable } from './lib/variables';
+import { APP_STATES, DASHBOARD_TAG, DEPLOYMENT_STATES, DS, raySel, REGISTRATION_STATES, sel, stateCode } from './lib/conventions';
+import { packLink, rangeQuery, rayDashboardLinks, rayDataLinks, runbookIndexLink, runbookLinks, sourceUpPanel, stateTimelinePanel, statPanel, statQuery, tableQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
+import { appVariable, rayClusterVariable, clusterVariable, datasourceVariable, instanceVariable, jobVariable, workspaceVariable } from './lib/variables';
 
 export const UID = 'hypha-serve-overview';
 
@@ -18,6 +18,9 @@ const REG = sel(['ray_cluster', 'app', 'workspace']);
  * unattributed worker (label absent) stays visible whichever clusters are selected.
  */
 const WORKER_APP = sel(['app'], 'ray_cluster=~"$ray_cluster|"');
+/** Ray's own request counters, per application (and RayCluster on KubeRay: ray_io_cluster). */
+const RAY_BY = 'application, ray_io_cluster';
+const rayRate = (metric: string) => `sum by (${RAY_BY}) (rate(${metric}{${raySel()}}[$__rate_interval]))`;
 /** Identity of a registration: the same app on two exporter replicas (HA) is one row. */
 const REG_BY = 'ray_cluster, app';
 
@@ -369,6 +372,48 @@ function applicationsRow(d: DashboardBuilder): void {
   );
 }
 
+/**
+ * Ray Serve's own HTTP request and error rates per application, under the registration timeline: an app
+ * that Ray serves while Hypha has no service for it, or one whose callers fail. Ray's series come from
+ * Ray's metrics port (another scrape job), so they are matched by the topology and by app = application.
+ */
+function rayTrafficPanels(d: DashboardBuilder): void {
+  d.withPanel(
+    timeseriesPanel()
+      .title('HTTP requests per second (Ray Serve)')
+      .description(
+        "Ray Serve's own count of HTTP requests per application (ray_serve_num_http_requests_total, counted by the Serve " +
+          "proxies), from Ray's metrics port: the Prometheus must scrape Ray too. A BioEngine app is called through " +
+          'Hypha, not over Serve HTTP, and has none. Click a series for Ray\'s Serve dashboards of that application.',
+      )
+      .withTarget(rangeQuery('A', rayRate('ray_serve_num_http_requests_total'), '{{application}} {{ray_io_cluster}}'))
+      .unit('reqps')
+      .dataLinks(rayDataLinks())
+      .height(8)
+      .span(12),
+  );
+  d.withPanel(
+    timeseriesPanel()
+      .title('HTTP errors per second (Ray Serve)')
+      .description(
+        "Ray Serve's own count of errored HTTP responses per application (ray_serve_num_http_error_requests_total: " +
+          'status 4xx/5xx as the proxy counts them), 0 for an application that had requests and no errors. Ray ' +
+          'creates the error series at the first error. Click a series for Ray\'s Serve dashboards of that application.',
+      )
+      .withTarget(
+        rangeQuery(
+          'A',
+          `${rayRate('ray_serve_num_http_error_requests_total')}\nor\n0 * ${rayRate('ray_serve_num_http_requests_total')}`,
+          '{{application}} {{ray_io_cluster}}',
+        ),
+      )
+      .unit('reqps')
+      .dataLinks(rayDataLinks())
+      .height(8)
+      .span(12),
+  );
+}
+
 function timelinesRow(d: DashboardBuilder): void {
   d.withRow(new RowBuilder('Timelines'));
   d.withPanel(
@@ -396,6 +441,7 @@ function timelinesRow(d: DashboardBuilder): void {
       .height(8)
       .span(12),
   );
+  rayTrafficPanels(d);
   d.withPanel(
     stateTimelinePanel(DEPLOYMENT_STATUS_MAP)
       .title('Serve deployment status')
@@ -571,11 +617,13 @@ export function build(): Dashboard {
     .link(packLink())
     .link(runbookIndexLink())
     .withVariable(datasourceVariable())
+    .withVariable(clusterVariable())
     .withVariable(jobVariable())
     .withVariable(instanceVariable())
     .withVariable(rayClusterVariable())
     .withVariable(appVariable())
     .withVariable(workspaceVariable());
+  for (const l of rayDashboardLinks()) d.link(l);
   summaryRow(d);
   applicationsRow(d);
   timelinesRow(d);

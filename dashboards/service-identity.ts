@@ -12,7 +12,7 @@ import { BigValueColorMode, BigValueTextMode, VisibilityMode } from '@grafana/gr
 import { HeatmapColorMode, HeatmapColorOptionsBuilder, PanelBuilder as HeatmapPanel, YAxisConfigBuilder } from '@grafana/grafana-foundation-sdk/heatmap';
 import { DASHBOARD_TAG, DS, sel } from './lib/conventions';
 import { heatmapQuery, packLink, rangeQuery, runbookIndexLink, runbookLinks, sourceUpPanel, stateTimelinePanel, statPanel, statQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
-import { datasourceVariable, holderVariable, instanceVariable, jobVariable, serviceVariable } from './lib/variables';
+import { clusterVariable, datasourceVariable, holderVariable, instanceVariable, jobVariable, serviceVariable } from './lib/variables';
 
 export const UID = 'hypha-serve-service-identity';
 
@@ -305,6 +305,7 @@ export function build(): Dashboard {
     .link(packLink())
     .link(runbookIndexLink())
     .withVariable(datasourceVariable())
+    .withVariable(clusterVariable())
     .withVariable(jobVariable())
     .withVariable(instanceVariable())
     .withVariable(serviceVariable())

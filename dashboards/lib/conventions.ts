@@ -41,19 +41,57 @@ export function runbookUrl(alert: AlertName): string {
   return `${RUNBOOK_BASE}#${alert.toLowerCase()}`;
 }
 
-/** Template variables a query may filter on, besides job and instance. */
+/** Template variables a query may filter on, besides cluster, job and instance. */
 export type FilterVar = 'ray_cluster' | 'app' | 'workspace' | 'service' | 'holder';
 
 /**
- * The label matchers for job and instance (always) plus the given template variables, e.g.
- * sel(['ray_cluster', 'app']) → job=~"$job",instance=~"$instance",ray_cluster=~"$ray_cluster",app=~"$app".
- * Extra literal matchers follow, e.g. sel(['ray_cluster'], 'status="RUNNING"'). The Ray cluster label is
- * `ray_cluster`, not `cluster`: multi-cluster Prometheus setups (kubernetes-mixin, Thanos, Mimir) use
- * `cluster` as the external label of the Prometheus/Kubernetes cluster.
+ * The topology label: `cluster`, as kubernetes-mixin, Thanos and Mimir name the Prometheus/Kubernetes
+ * cluster a series was scraped in (an external or target label, never one the exporter sets). A single
+ * Prometheus has no such label, so its variable's All is `.*`, which also matches a series without it;
+ * every other variable's All is `.+`. The Ray cluster is a different thing: the label `ray_cluster`.
+ */
+export const TOPOLOGY_LABEL = 'cluster';
+
+/** The allValue of a template variable (see TOPOLOGY_LABEL). */
+export function allValueOf(variable: string): string {
+  return variable === TOPOLOGY_LABEL ? '.*' : '.+';
+}
+
+/**
+ * The label matchers for cluster, job and instance (always) plus the given template variables, e.g.
+ * sel(['ray_cluster', 'app']) → cluster=~"$cluster",job=~"$job",instance=~"$instance",ray_cluster=~"$ray_cluster",app=~"$app".
+ * Extra literal matchers follow, e.g. sel(['ray_cluster'], 'status="RUNNING"').
  */
 export function sel(vars: readonly FilterVar[] = [], ...literal: string[]): string {
-  return ['job=~"$job"', 'instance=~"$instance"', ...vars.map((v) => `${v}=~"$${v}"`), ...literal].join(',');
+  return ['cluster=~"$cluster"', 'job=~"$job"', 'instance=~"$instance"', ...vars.map((v) => `${v}=~"$${v}"`), ...literal].join(',');
 }
+
+/**
+ * Ray Serve's own request counters (Ray 2.60, ray/serve/_private/request_ingress_metrics.py: tags route,
+ * method, application, status_code; the error counter error_code instead of status_code; exported with
+ * the ray_ prefix and, as counters, _total). Ray's metrics are scraped from Ray, not from the exporter:
+ * they carry neither the exporter's job and instance nor its ray_cluster, so they are selected by the
+ * topology label and the app variable mapped onto Ray's `application` label. On KubeRay they also carry
+ * `ray_io_cluster` (the RayCluster's name), the label Ray's own dashboards filter on.
+ */
+export const RAY_SERVE_SERIES = ['ray_serve_num_http_requests_total', 'ray_serve_num_http_error_requests_total'] as const;
+
+/** The matchers of a query over Ray's own series (RAY_SERVE_SERIES). */
+export function raySel(): string {
+  return 'cluster=~"$cluster",application=~"$app"';
+}
+
+/**
+ * Uids of the Serve dashboards Ray generates into its session's Grafana provisioning directory, and the
+ * names of their variables (Ray 2.60: ray/dashboard/modules/metrics/dashboards/serve_dashboard_panels.py,
+ * default_uid="rayServeDashboard"; serve_deployment_dashboard_panels.py, default_uid="rayServeDeploymentDashboard";
+ * variables datasource, Application and Cluster (label ray_io_cluster) in serve_grafana_dashboard_base.json
+ * and serve_deployment_grafana_dashboard_base.json). test/unit/dashboards.test.ts checks them against the
+ * installed Ray.
+ */
+export const RAY_SERVE_DASHBOARD_UID = 'rayServeDashboard';
+export const RAY_SERVE_DEPLOYMENT_DASHBOARD_UID = 'rayServeDeploymentDashboard';
+export const RAY_DASHBOARD_VARIABLES = { datasource: 'datasource', application: 'Application', cluster: 'Cluster' } as const;
 
 /**
  * An expression whose value is the 1-based position of the active state of a 0/1 state set

@@ -1,6 +1,7 @@
 // Every PromQL query a dashboard runs (panel targets, annotations, query variables), and the
 // template-variable substitution Grafana would apply before sending one to Prometheus.
 import type { Dashboard, Panel, RowPanel, VariableModel } from '@grafana/grafana-foundation-sdk/dashboard';
+import { allValueOf } from './conventions';
 
 export interface DashboardQuery {
   dashboard: string;
@@ -107,17 +108,17 @@ function regexEscapedForPromqlString(value: string): string {
 }
 
 /**
- * The expression Grafana would send: `$var` / `${var}` replaced by the variable's allValue when
+ * The expression Grafana would send: `$var` / `${var}` replaced by the variable's allValue (allValueOf) when
  * "All" is selected, else by the escaped value; built-in intervals replaced by BUILTIN_INTERVALS.
  * Throws on a variable it has no value for, so a typo cannot pass as an unsubstituted string.
  */
-export function substitute(expr: string, values: VariableValues, allValue = '.+'): string {
+export function substitute(expr: string, values: VariableValues): string {
   return expr.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (whole, braced: string | undefined, bare: string | undefined) => {
     const name = braced ?? bare ?? '';
     if (name in BUILTIN_INTERVALS) return BUILTIN_INTERVALS[name];
     const v = values[name];
     if (!v) throw new Error(`no value for template variable ${whole} in: ${expr}`);
-    return 'all' in v ? allValue : regexEscapedForPromqlString(v.value);
+    return 'all' in v ? allValueOf(name) : regexEscapedForPromqlString(v.value);
   });
 }
 

@@ -1,8 +1,9 @@
 // Structural lint of the generated dashboards, modelled on grafana/dashboard-linter's rules (its
 // Go binary is on no package registry): variables, datasource references, PromQL filters and
-// ranges, counters, units, titles, descriptions, ids, runbook links.
+// ranges, counters, units, titles, descriptions, ids, runbook links; and ours: the topology variable
+// `cluster` on every dashboard, filtered by every query, with job and the rest chained from it.
 import type { Dashboard, Panel, VariableModel } from '@grafana/grafana-foundation-sdk/dashboard';
-import { DASHBOARD_TAG, RUNBOOK_BASE } from './conventions';
+import { allValueOf, DASHBOARD_TAG, RAY_SERVE_DASHBOARD_UID, RAY_SERVE_DEPLOYMENT_DASHBOARD_UID, RAY_SERVE_SERIES, RUNBOOK_BASE, TOPOLOGY_LABEL } from './conventions';
 import { allPanels, dashboardQueries, rowPanels, variableQueryAsPromql, variables, variablesIn } from './inventory';
 import { analysePromql } from './promql';
 
@@ -27,9 +28,20 @@ export const VALID_UNITS = new Set([
 const RATE_FUNCTIONS = new Set(['rate', 'irate', 'increase']);
 const COUNTER_SUFFIX = /_(total|bucket|count|sum)$/;
 const REQUIRED_MATCHERS: ReadonlyArray<readonly [string, string]> = [
+  [TOPOLOGY_LABEL, `$${TOPOLOGY_LABEL}`],
   ['job', '$job'],
   ['instance', '$instance'],
 ];
+/** Ray's own series come from Ray's scrape job: the topology and the app (Ray's label `application`). */
+const RAY_REQUIRED_MATCHERS: ReadonlyArray<readonly [string, string]> = [
+  [TOPOLOGY_LABEL, `$${TOPOLOGY_LABEL}`],
+  ['application', '$app'],
+];
+const RAY_SERIES: ReadonlySet<string> = new Set(RAY_SERVE_SERIES);
+/** The variables every dashboard starts with, in this order: each query variable filters on those before it. */
+const LEADING_VARIABLES = ['datasource', TOPOLOGY_LABEL, 'job', 'instance'];
+/** The only Grafana dashboards outside the pack that a link may open, by uid. */
+const RAY_DASHBOARD_UIDS = new Set([RAY_SERVE_DASHBOARD_UID, RAY_SERVE_DEPLOYMENT_DASHBOARD_UID]);
 
 function isPromDs(ds: unknown): boolean {
   const r = ds as { type?: unknown; uid?: unknown } | undefined;
@@ -43,7 +55,8 @@ export function lintExpr(expr: string, ctx: LintContext, where: string, required
   for (const e of facts.errors) problems.push(`${where}: PromQL ${e}`);
   if (facts.selectors.length === 0) problems.push(`${where}: no series selector`);
   for (const s of facts.selectors) {
-    for (const [label, value] of required) {
+    const ray = RAY_SERIES.has(s.metric ?? '');
+    for (const [label, value] of ray ? RAY_REQUIRED_MATCHERS : required) {
       if (!s.matchers.some((m) => m.name === label && m.op === '=~' && m.value === value)) {
         problems.push(`${where}: ${s.text} does not filter ${label}=~"${value}"`);
       }
@@ -53,15 +66,17 @@ export function lintExpr(expr: string, ctx: LintContext, where: string, required
       if (!ctx.recordedSeries.has(metric)) problems.push(`${where}: ${metric} is not recorded by rules/*.yml`);
     } else if (metric.startsWith('hypha_serve_')) {
       if (!ctx.exporterMetrics.has(metric)) problems.push(`${where}: ${metric} is not an exporter metric`);
-    } else if (!PROMETHEUS_SERIES.has(metric)) {
+    } else if (!PROMETHEUS_SERIES.has(metric) && !ray) {
       problems.push(`${where}: unexpected series ${metric || s.text}`);
     }
     if (COUNTER_SUFFIX.test(metric) && !(s.rangeFunction && RATE_FUNCTIONS.has(s.rangeFunction))) {
       problems.push(`${where}: counter ${metric} is not wrapped in rate/irate/increase`);
     }
+    // `cluster` is the topology (Prometheus/Kubernetes cluster) and only ever the variable of that name; the Ray cluster is ray_cluster.
+    for (const m of s.matchers) {
+      if (m.name === TOPOLOGY_LABEL && m.value !== `$${TOPOLOGY_LABEL}`) problems.push(`${where}: ${s.text} filters cluster on ${m.value}; cluster is the topology label, the Ray cluster label is ray_cluster`);
+    }
   }
-  // `cluster` is the multi-cluster external label of kubernetes-mixin, Thanos and Mimir; the exporter's is ray_cluster.
-  if (facts.labelNames.includes('cluster')) problems.push(`${where}: uses label cluster; the Ray cluster label is ray_cluster`);
   for (const c of facts.rangeCalls) {
     if (RATE_FUNCTIONS.has(c.fn) && c.range !== '$__rate_interval') problems.push(`${where}: ${c.fn}() over [${c.range}] instead of [$__rate_interval]`);
   }
@@ -79,7 +94,10 @@ function lintVariables(d: Dashboard, ctx: LintContext, where: string): string[] 
     if (v.label !== 'Data Source') problems.push(`${where}: datasource variable labelled ${String(v.label)}, want "Data Source"`);
     if (v.query !== 'prometheus') problems.push(`${where}: datasource variable is not of type prometheus`);
   }
-  for (const req of ['job', 'instance']) if (!names.includes(req)) problems.push(`${where}: no ${req} variable`);
+  for (const req of LEADING_VARIABLES) if (!names.includes(req)) problems.push(`${where}: no ${req} variable`);
+  if (LEADING_VARIABLES.every((n) => names.includes(n)) && names.slice(0, LEADING_VARIABLES.length).join() !== LEADING_VARIABLES.join()) {
+    problems.push(`${where}: variables start ${names.slice(0, LEADING_VARIABLES.length).join(', ')}, want ${LEADING_VARIABLES.join(', ')}`);
+  }
   if (new Set(names).size !== names.length) problems.push(`${where}: duplicate variable names`);
   // A variable may only filter on the ones defined before it (job before instance, ...).
   const before: string[] = [];
@@ -96,6 +114,9 @@ function lintVariables(d: Dashboard, ctx: LintContext, where: string): string[] 
     for (const t of p.targets ?? []) for (const n of variablesIn(JSON.stringify(t))) used.add(n);
   }
   for (const a of d.annotations?.list ?? []) for (const n of variablesIn(JSON.stringify(a))) used.add(n);
+  // Links may carry variables too; Grafana's own (${__url_time_range}, ${__field...}) are not template variables.
+  const links = [...(d.links ?? []), ...allPanels(d).flatMap((p) => [...(p.links ?? []), ...((p.fieldConfig?.defaults?.links ?? []) as Array<{ url?: string }>)])];
+  for (const l of links) for (const n of variablesIn(l.url ?? '')) if (!n.startsWith('__')) used.add(n);
   for (const v of vars) if (typeof v.query === 'string') for (const n of variablesIn(v.query)) if (n !== v.name) used.add(n);
   for (const v of vars) if (v.datasource) for (const n of variablesIn(JSON.stringify(v.datasource))) used.add(n);
   for (const n of names) if (!used.has(n)) problems.push(`${where}: variable ${n} is not used`);
@@ -110,7 +131,7 @@ function lintQueryVariable(v: VariableModel, before: readonly string[], ctx: Lin
   if (!isPromDs(v.datasource)) problems.push(`${w}: datasource is not $datasource`);
   if (v.multi !== true) problems.push(`${w}: not multi-select`);
   if (v.includeAll !== true) problems.push(`${w}: no All option`);
-  if (v.allValue !== '.+') problems.push(`${w}: allValue ${String(v.allValue)}, want .+`);
+  if (v.allValue !== allValueOf(v.name)) problems.push(`${w}: allValue ${String(v.allValue)}, want ${allValueOf(v.name)}`);
   if (v.refresh !== 2) problems.push(`${w}: refresh ${String(v.refresh)}, want 2 (on time range change)`);
   if (!v.description) problems.push(`${w}: no description`);
   const q = typeof v.query === 'string' ? variableQueryAsPromql(v.query) : undefined;
@@ -119,8 +140,8 @@ function lintQueryVariable(v: VariableModel, before: readonly string[], ctx: Lin
     return problems;
   }
   if (q.label !== v.name) problems.push(`${w}: lists values of ${q.label}, not of ${v.name}`);
-  // job filters nothing; instance filters job; the rest filter both.
-  const required = [['job', '$job'], ['instance', '$instance']].filter(([label]) => before.includes(label)) as Array<[string, string]>;
+  // cluster filters nothing; job filters cluster; instance both; the rest all three.
+  const required = REQUIRED_MATCHERS.filter(([label]) => before.includes(label));
   problems.push(...lintExpr(q.expr, ctx, w, required));
   for (const n of variablesIn(v.query as string)) if (!before.includes(n)) problems.push(`${w}: refers to $${n}, defined after it`);
   return problems;
@@ -147,12 +168,26 @@ function lintPanel(p: Panel, ctx: LintContext, where: string): string[] {
     if (!isPromDs(t.datasource)) problems.push(`${w} ${t.refId}: datasource is not $datasource`);
     problems.push(...lintExpr(t.expr ?? '', ctx, `${w} ${t.refId}`));
   }
-  for (const l of p.links ?? []) {
+  const dataLinks = (p.fieldConfig?.defaults?.links ?? []) as Array<{ title?: string; url?: string }>;
+  for (const l of [...(p.links ?? []), ...dataLinks]) {
     if (!l.title || !l.url) problems.push(`${w}: link without title or url`);
-    else problems.push(...lintRunbookUrl(l.url, ctx, w));
+    else problems.push(...lintRunbookUrl(l.url, ctx, w), ...lintDashboardUrl(l.url, w, false));
   }
   const g = p.gridPos;
   if (!g || g.w <= 0 || g.h <= 0 || g.x < 0 || g.x + g.w > 24) problems.push(`${w}: gridPos ${JSON.stringify(g)} outside the 24-column grid`);
+  return problems;
+}
+
+/**
+ * A link to a Grafana dashboard by uid (/d/<uid>) opens one of Ray's Serve dashboards (the pack's own are
+ * linked by tag) and keeps the time range: `${__url_time_range}` in the url, or keepTime on a dashboard link.
+ */
+function lintDashboardUrl(url: string, w: string, keepTime: boolean): string[] {
+  const m = /^\/d\/([^/?#]+)/.exec(url);
+  if (!m) return [];
+  const problems: string[] = [];
+  if (!RAY_DASHBOARD_UIDS.has(m[1])) problems.push(`${w}: link to dashboard ${m[1]}, which is not one of Ray's Serve dashboards (${[...RAY_DASHBOARD_UIDS].join(', ')})`);
+  if (!keepTime && !url.includes('${__url_time_range}')) problems.push(`${w}: link to ${m[1]} drops the time range`);
   return problems;
 }
 
@@ -181,6 +216,7 @@ export function lintDashboard(d: Dashboard, ctx: LintContext): string[] {
   if (d.editable !== false) problems.push(`${where}: editable (provisioned dashboards change in the TypeScript sources)`);
   if (!Array.isArray(d.annotations?.list)) problems.push(`${where}: annotations.list missing`);
   problems.push(...lintVariables(d, ctx, where));
+  for (const l of d.links ?? []) if (l.url) problems.push(...lintDashboardUrl(l.url, `${where} link "${l.title}"`, l.keepTime));
 
   const ids = (d.panels ?? []).flatMap((p) => (p.type === 'row' ? [p.id, ...(p as { panels: Panel[] }).panels.map((q) => q.id)] : [p.id]));
   if (ids.some((id) => typeof id !== 'number')) problems.push(`${where}: a panel has no id`);

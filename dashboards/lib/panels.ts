@@ -24,7 +24,15 @@ import { DataqueryBuilder, PromQueryFormat } from '@grafana/grafana-foundation-s
 import { PanelBuilder as StatPanelBuilder } from '@grafana/grafana-foundation-sdk/stat';
 import { PanelBuilder as StateTimelinePanelBuilder } from '@grafana/grafana-foundation-sdk/statetimeline';
 import { PanelBuilder as TimeseriesPanelBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
-import { type AlertName, DASHBOARD_TAG, DS, runbookUrl } from './conventions';
+import {
+  type AlertName,
+  DASHBOARD_TAG,
+  DS,
+  RAY_DASHBOARD_VARIABLES,
+  RAY_SERVE_DASHBOARD_UID,
+  RAY_SERVE_DEPLOYMENT_DASHBOARD_UID,
+  runbookUrl,
+} from './conventions';
 
 /** A range query for graphs and timelines. */
 export function rangeQuery(refId: string, expr: string, legend = ''): DataqueryBuilder {
@@ -61,6 +69,45 @@ export function packLink(): DashboardLinkBuilder {
     .asDropdown(true)
     .includeVars(true)
     .keepTime(true);
+}
+
+const RAY_DASHBOARDS = [
+  [RAY_SERVE_DASHBOARD_UID, 'Ray Serve'],
+  [RAY_SERVE_DEPLOYMENT_DASHBOARD_UID, 'Ray Serve deployments'],
+] as const;
+
+/**
+ * Dashboard-level links to the Serve dashboards Ray provisions (Ray's own Grafana, or ours when its
+ * provisioning files are loaded too), keeping the time range and the Prometheus. Our other variables
+ * have no counterpart there: the app is carried by the data links of the Ray panels (rayDataLinks).
+ */
+export function rayDashboardLinks(): DashboardLinkBuilder[] {
+  return RAY_DASHBOARDS.map(([uid, title]) =>
+    new DashboardLinkBuilder(title)
+      .type(DashboardLinkType.Link)
+      .icon('dashboard')
+      .tooltip(`Ray's own dashboard (uid ${uid})`)
+      .url(`/d/${uid}?var-${RAY_DASHBOARD_VARIABLES.datasource}=\${datasource}`)
+      .keepTime(true)
+      .includeVars(false)
+      .targetBlank(true),
+  );
+}
+
+/**
+ * Per-series links from a panel over Ray's series (grouped by `application`) to Ray's Serve dashboards for
+ * that application, over the same time range and Prometheus.
+ */
+export function rayDataLinks(): DashboardLinkBuilder[] {
+  return RAY_DASHBOARDS.map(([uid, title]) =>
+    new DashboardLinkBuilder(`${title}: \${__field.labels.application}`)
+      .type(DashboardLinkType.Link)
+      .url(
+        `/d/${uid}?\${__url_time_range}&var-${RAY_DASHBOARD_VARIABLES.datasource}=\${datasource}` +
+          `&var-${RAY_DASHBOARD_VARIABLES.application}=\${__field.labels.application}`,
+      )
+      .targetBlank(true),
+  );
 }
 
 export function runbookIndexLink(): DashboardLinkBuilder {

@@ -1,13 +1,14 @@
 // Template variables, following grafana/dashboard-linter: one `datasource` variable labelled
-// "Data Source"; job and instance (then the narrower ones) as multi-value Prometheus query
-// variables with All = ".+", refreshed on time-range change so vanished targets drop out.
+// "Data Source"; the topology variable cluster, then job and instance (then the narrower ones), each
+// filtering on the ones before it, as multi-value Prometheus query variables with All = ".+" (cluster:
+// ".*", see TOPOLOGY_LABEL), refreshed on time-range change so vanished targets drop out.
 import {
   DatasourceVariableBuilder,
   QueryVariableBuilder,
   VariableRefresh,
   VariableSort,
 } from '@grafana/grafana-foundation-sdk/dashboard';
-import { DATASOURCE_NAME, DATASOURCE_UID, DS, sel } from './conventions';
+import { allValueOf, DATASOURCE_NAME, DATASOURCE_UID, DS, sel, TOPOLOGY_LABEL } from './conventions';
 
 export function datasourceVariable(): DatasourceVariableBuilder {
   return new DatasourceVariableBuilder('datasource')
@@ -28,20 +29,29 @@ function labelVariable(name: string, label: string, query: string, description: 
     .sort(VariableSort.AlphabeticalAsc)
     .multi(true)
     .includeAll(true)
-    .allValue('.+')
+    .allValue(allValueOf(name))
     .current({ selected: true, text: ['All'], value: ['$__all'] });
 }
 
+export function clusterVariable(): QueryVariableBuilder {
+  return labelVariable(
+    TOPOLOGY_LABEL,
+    'cluster',
+    `label_values(hypha_serve_exporter_build_info, ${TOPOLOGY_LABEL})`,
+    'Prometheus/Kubernetes cluster (the multi-cluster label of Thanos, Mimir, kubernetes-mixin); empty with a single Prometheus, where All matches every series.',
+  );
+}
+
 export function jobVariable(): QueryVariableBuilder {
-  return labelVariable('job', 'job', 'label_values(hypha_serve_exporter_build_info, job)', 'Prometheus job(s) scraping the exporter.');
+  return labelVariable('job', 'job', 'label_values(hypha_serve_exporter_build_info{cluster=~"$cluster"}, job)', 'Prometheus job(s) scraping the exporter.');
 }
 
 export function instanceVariable(): QueryVariableBuilder {
   return labelVariable(
     'instance',
     'instance',
-    'label_values(hypha_serve_exporter_build_info{job=~"$job"}, instance)',
-    'Exporter instance(s); two instances watching the same cluster are an HA pair.',
+    'label_values(hypha_serve_exporter_build_info{cluster=~"$cluster",job=~"$job"}, instance)',
+    'Exporter instance(s); two instances watching the same Ray cluster are an HA pair.',
   );
 }
 

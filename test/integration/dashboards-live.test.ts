@@ -4,7 +4,9 @@
 // Serve app and two BioEngine-shaped apps whose proxies register themselves in that Hypha as
 // BioEngine 0.16.1's do (one pinned at min_replicas 1, one at min_replicas 0 held at one replica
 // until its fault, when it idles at zero and its proxy deregisters); in Hypha: a BioEngine worker
-// stand-in reporting on those apps. Names are those of metric contract v0.3 (labels ray_cluster, hypha). Template variables are substituted as
+// stand-in reporting on those apps. The same Prometheus scrapes Ray's own metrics port (Ray Serve's request
+// counters), and both jobs carry the topology label cluster as a multi-cluster setup's would. Names are those
+// of metric contract v0.3 (labels ray_cluster, hypha). Template variables are substituted as
 // Grafana would. Each query must parse and return data in the healthy state, except those in
 // dashboards/empty-when-healthy.ts, which must be empty then and return data once their fault is
 // induced later in the same run. The last test checks that no query went unverified.
@@ -29,6 +31,9 @@ import { exporterConfig as stackExporterConfig } from '../harness/stack';
 jest.setTimeout(900_000);
 
 const JOB = 'hypha-serve-exporter';
+const RAY_JOB = 'ray';
+/** The topology label's value on every scraped series (a target label here; an external label in Thanos/Mimir). */
+const TOPOLOGY = 'kind-test';
 const CLUSTER = 'test';
 const PLAIN_APP = 'two-step';
 const PINNED_APP = 'be-pinned';
@@ -36,6 +41,9 @@ const BUGGY_APP = 'be-buggy';
 const FAILED_APP = rayAppConfig('bad-import.yaml').applications[0].name;
 const WATCHED = 'public/artifact-manager';
 const HYPHA_SERVER_ID = 'dash-live';
+/** Requests to the plain app before the healthy phase and again later (200), and the errored ones (500). */
+const OK_REQUESTS = 5;
+const FAILED_REQUESTS = 3;
 /** The buggy app's Model idles at zero (and its proxy deregisters) only once this drops to 2 s. */
 const BUGGY_HELD_DOWNSCALE_S = 3600;
 
@@ -111,6 +119,12 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
   });
 
   const inProm = async (expr: string) => (await prom.vector(expr)).length > 0;
+  /**
+   * OK_REQUESTS requests to the plain app at once, their statuses: its Worker idles at zero, and one wake-up
+   * serves them all (on a loaded machine a replica can take a minute to start).
+   */
+  const okRequests = async (text: string) =>
+    (await Promise.all(Array.from({ length: OK_REQUESTS }, () => ray.request(`/${PLAIN_APP}?text=${text}`, 180_000)))).map((r) => r.status);
   /** The values one dashboard query gives with every variable "All". */
   const panelValues = async (dashboard: string, panel: string, refId = 'A') => {
     const q = QUERIES.find((x) => x.dashboard === dashboard && x.panel === panel && x.refId === refId);
@@ -168,10 +182,12 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     expect(await expectData(qs, ALL, `fault/${scenario}`, 30_000)).toEqual([]);
   }
 
-  const ALL: VariableValues = { job: { all: true }, instance: { all: true }, ray_cluster: { all: true }, app: { all: true }, workspace: { all: true }, service: { all: true }, holder: { all: true } };
+  const ALL: VariableValues = { cluster: { all: true }, job: { all: true }, instance: { all: true }, ray_cluster: { all: true }, app: { all: true }, workspace: { all: true }, service: { all: true }, holder: { all: true } };
 
   beforeAll(async () => {
-    [ray, hypha] = await startTogether([startRay(), startHypha({ enableS3: true, serverId: HYPHA_SERVER_ID })]);
+    // Ray's processes report their metrics every second (default 10 s) so Serve's counters reach its metrics port quickly.
+    [ray, hypha] = await startTogether([startRay({ env: { RAY_metrics_report_interval_ms: '1000' } }), startHypha({ enableS3: true, serverId: HYPHA_SERVER_ID })]);
+    if (ray.metricsExportPort === undefined) throw new Error('this Ray has no --metrics-export-port');
     log(`Ray ${ray.dashboardUrl}, Hypha ${hypha.url} (server id ${HYPHA_SERVER_ID})`);
     // The proxies in Ray read the token from a 0600 file; the exporter from its environment.
     tokenFile = tmp.write('hypha-token', hypha.rootToken);
@@ -184,8 +200,17 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     exporter = ex.proc;
     instance = ex.instance;
     const rules = ['recording.yml', 'alerts.yml'].map((f) => path.join(repoRoot(), 'rules', f));
-    prom = await startPrometheus({ scrapeTargets: [{ job: JOB, targets: [instance] }], ruleFiles: rules, scrapeInterval: '1s', evaluationInterval: '1s' });
+    prom = await startPrometheus({
+      scrapeTargets: [
+        { job: JOB, targets: [instance], labels: { cluster: TOPOLOGY } },
+        { job: RAY_JOB, targets: [`127.0.0.1:${ray.metricsExportPort}`], labels: { cluster: TOPOLOGY } },
+      ],
+      ruleFiles: rules,
+      scrapeInterval: '1s',
+      evaluationInterval: '1s',
+    });
     await prom.waitForTargetsUp(30_000, JOB);
+    await prom.waitForTargetsUp(60_000, RAY_JOB);
     log('exporter and Prometheus up; waiting for the apps and their registrations');
 
     await waitFor('all apps RUNNING in Prometheus', async () => {
@@ -195,6 +220,14 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     await waitFor('both BioEngine apps registered in Prometheus', async () => (await registration(PINNED_APP, 'registered')) && (await registration(BUGGY_APP, 'registered')), 240_000, 1_000);
     await waitFor('the worker and the artifact manager seen', async () =>
       (await inProm(`hypha_serve_worker_up{job="${JOB}"} == 1`)) && (await inProm(`hypha_serve_service_probe_success{job="${JOB}",service="${WATCHED}",via="cached"} == 1`)), 60_000, 1_000);
+    // Ray counts HTTP requests per application once they come: the plain app answers 200, the BioEngine-shaped
+    // ingress has no HTTP handler (500), so both have series for the Ray panels, and no error yet for the plain one.
+    expect(await okRequests('hi')).toEqual(Array(OK_REQUESTS).fill(200));
+    expect((await ray.request(`/${PINNED_APP}`)).status).toBeGreaterThanOrEqual(400);
+    await waitFor("Ray's request counters of both apps in Prometheus", async () => {
+      const v = await prom.vector(`count_over_time(ray_serve_num_http_requests_total{job="${RAY_JOB}",application=~"${PLAIN_APP}|${PINNED_APP}"}[1m])`);
+      return [PLAIN_APP, PINNED_APP].every((a) => v.some((s) => s.metric.application === a && Number(s.value[1]) >= 3));
+    }, 90_000, 1_000);
     // Rates need two samples in their window, recorded series a few evaluations.
     await waitFor('10 s of scrapes since then', async () => {
       const v = await prom.vector(`count_over_time(hypha_serve_worker_up{job="${JOB}"}[1m])`);
@@ -242,10 +275,46 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     expect(ws.length).toBe(1);
     // The BioEngine app, not the plain one: it has a registration and a worker's view as well.
     const one: VariableValues = {
-      job: { value: JOB }, instance: { value: instance }, ray_cluster: { value: CLUSTER }, app: { value: PINNED_APP },
+      cluster: { value: TOPOLOGY }, job: { value: JOB }, instance: { value: instance }, ray_cluster: { value: CLUSTER }, app: { value: PINNED_APP },
       workspace: { value: ws[0].metric.workspace }, service: { value: WATCHED }, holder: { value: 'exporter' },
     };
     expect(await expectData(REQUIRED, one, 'healthy/one', 30_000)).toEqual([]);
+  });
+
+  it("Ray Serve's own request and error rates per app: 0 errors before, then the errored requests", async () => {
+    /** A Ray panel's values per application, as Grafana would draw them with every variable "All". */
+    const byApp = async (panel: string) => {
+      const q = QUERIES.find((x) => x.dashboard === 'hypha-serve-overview' && x.panel === panel && x.refId === 'A');
+      if (!q) throw new Error(`no query ${panel}`);
+      return new Map((await prom.vector(substitute(q.expr, ALL))).map((s) => [s.metric.application, Number(s.value[1])]));
+    };
+    const requests = () => byApp('HTTP requests per second (Ray Serve)');
+    const errors = () => byApp('HTTP errors per second (Ray Serve)');
+    const counter = async (metric: string) => (await prom.vector(`sum(${metric}{job="${RAY_JOB}",application="${PLAIN_APP}"})`)).map((s) => Number(s.value[1]));
+    // The requests of beforeAll are older than the rate window by now: send more, which the panel must show.
+    expect(await okRequests('again')).toEqual(Array(OK_REQUESTS).fill(200));
+    await waitFor('the request rate above 0', async () => ((await requests()).get(PLAIN_APP) ?? 0) > 0, 60_000, 1_000);
+    // Before any error: an error rate of exactly 0 (not absent) for the plain app.
+    expect((await errors()).get(PLAIN_APP)).toBe(0);
+    expect(await counter('ray_serve_num_http_requests_total')).toEqual([2 * OK_REQUESTS]);
+    expect(await counter('ray_serve_num_http_error_requests_total')).toEqual([]);
+
+    for (let i = 0; i < FAILED_REQUESTS; i++) expect((await ray.request(`/${PLAIN_APP}?fail=1`)).status).toBe(500);
+    await waitFor("the errored requests in Ray's counters", async () => JSON.stringify(await counter('ray_serve_num_http_error_requests_total')) === `[${FAILED_REQUESTS}]`, 60_000, 1_000);
+    expect(await counter('ray_serve_num_http_requests_total')).toEqual([2 * OK_REQUESTS + FAILED_REQUESTS]);
+    const codes = await prom.vector(`ray_serve_num_http_error_requests_total{job="${RAY_JOB}",application="${PLAIN_APP}"}`);
+    expect(codes.map((s) => s.metric.error_code)).toEqual(['500']);
+    await waitFor('the error rate above 0 once a second sample is in', async () => ((await errors()).get(PLAIN_APP) ?? 0) > 0, 30_000, 1_000);
+    const [req, err] = [(await requests()).get(PLAIN_APP) ?? 0, (await errors()).get(PLAIN_APP) ?? 0];
+    log(`Ray panels for ${PLAIN_APP}: ${req.toFixed(3)} req/s, ${err.toFixed(3)} errors/s`);
+    expect(err).toBeGreaterThan(0);
+    expect(err).toBeLessThanOrEqual(req);
+    // The app variable is Ray's application label: one app selected, only its series.
+    const q = QUERIES.find((x) => x.panel === 'HTTP errors per second (Ray Serve)');
+    const one = await prom.vector(substitute(q?.expr ?? '', { ...ALL, cluster: { value: TOPOLOGY }, app: { value: PLAIN_APP } }));
+    expect(one.map((s) => s.metric.application)).toEqual([PLAIN_APP]);
+    const otherCluster = await prom.vector(substitute(q?.expr ?? '', { ...ALL, cluster: { value: 'elsewhere' } }));
+    expect(otherCluster).toEqual([]);
   });
 
   it('fault "app-unregistered" (the 0.16.1 proxy deregisters when its Model idles at zero): its queries return data', async () => {

@@ -15,6 +15,9 @@ class Front:
         self._worker = worker
 
     async def __call__(self, request) -> str:
+        # ?fail=1 answers 500: an errored request in Ray Serve's own metrics.
+        if request.query_params.get("fail"):
+            raise RuntimeError("asked to fail")
         text = request.query_params.get("text", "ok")
         return await self._worker.shout.remote(text)
 
