@@ -169,16 +169,16 @@ describe('chart: rule and page-wait values', () => {
       const c = await config({
         config: {
           ray_clusters: [{ name: 'prod', dashboard_url: 'http://ray:8265' }],
-          hypha: { server_url: 'https://hypha.example.org' },
+          hypha: { name: 'main', server_url: 'https://hypha.example.org' },
           hypha_registration: { page_waits: { uncertain: '7m' } },
-          watched_services: [{ service: 'public/artifact-manager' }, { service: 'ws/client:svc', probe_window: '4m', page_waits: { proven: '10s' } }],
+          watched_services: [{ service: 'public/artifact-manager' }, { service: 'ws/my-service', probe_window: '4m', page_waits: { proven: '10s' } }],
         },
-        pageWaits: { registration: { uncertain: '10m', missing_absent: '15m' }, watchedServices: { proven: '30s', uncertain: '4m' }, probeWindow: '6m' },
+        pageWaits: { registration: { uncertain: '10m', missing_crashed: '15m' }, watchedServices: { proven: '30s', uncertain: '4m' }, probeWindow: '6m' },
       });
-      expect(c.hypha_registration).toEqual({ page_waits: { uncertain: '7m', missing_absent: '15m' } });
+      expect(c.hypha_registration).toEqual({ page_waits: { uncertain: '7m', missing_crashed: '15m' } });
       expect(c.watched_services).toEqual([
         { service: 'public/artifact-manager', page_waits: { proven: '30s', uncertain: '4m' }, probe_window: '6m' },
-        { service: 'ws/client:svc', page_waits: { proven: '10s', uncertain: '4m' }, probe_window: '4m' },
+        { service: 'ws/my-service', page_waits: { proven: '10s', uncertain: '4m' }, probe_window: '4m' },
       ]);
       const r = await runCli(['--config.check', `--config.file=${t.write('chart-config.yml', YAML.stringify(c))}`]);
       expect(`${r.stdout}${r.stderr}`).not.toMatch(/error/);
@@ -195,6 +195,15 @@ describe('chart: rule and page-wait values', () => {
       const bad = await helm(['template', 'hse', chart, '--set', 'pageWaits.probeWindow=5 minutes']);
       expect(bad.code).not.toBe(0);
       expect(bad.out).toMatch(/probeWindow/);
+      // The schema's keys of pageWaits.registration are the exporter's (a typo fails the install, not the pod).
+      const schema = JSON.parse(fs.readFileSync(path.join(chart, 'values.schema.json'), 'utf8')) as {
+        properties: { pageWaits: { properties: { registration: { propertyNames: { enum: string[] } } } } };
+      };
+      const { pageWaitsSchema } = await import('../../src/config/hypha-schema');
+      expect(schema.properties.pageWaits.properties.registration.propertyNames.enum).toEqual(Object.keys(pageWaitsSchema.shape));
+      const typo = await helm(['template', 'hse', chart, '--set', 'pageWaits.registration.uncertian=5m']);
+      expect(typo.code).not.toBe(0);
+      expect(typo.out).toMatch(/uncertian/);
     });
   });
 });
