@@ -155,6 +155,22 @@ describe('chart: rule and page-wait values', () => {
     promtoolLoads(explicit);
   });
 
+  it('every tweak at once: the PrometheusRule passes the strict Prometheus Operator CRD schema', async () => {
+    const text = await render({
+      serviceMonitor: { jobName: 'exporter' },
+      prometheusRule: {
+        disabled: Object.fromEntries(generated[0].rules.filter((r) => r.alert).map((r) => [r.alert, true])),
+        severity: { HyphaServeAppUnhealthy: 'critical' },
+        additionalRuleLabels: { team: 'ml-platform' },
+        additionalRuleAnnotations: { dashboard: 'https://grafana.example.org/d/x' },
+        runbookUrl: 'https://wiki.example.org/runbooks',
+      },
+    });
+    const r = await run('bash', ['scripts/check-deploy.sh', 'validate', t.write('tweaked.yaml', text)]);
+    expect(r.out).toContain('valid against the strict monitoring.coreos.com/v1/PrometheusRule CRD schema');
+    expect(r.code).toBe(0);
+  });
+
   describe('pageWaits: into the exporter config, under what the config sets', () => {
     beforeAll(() => ensureBuilt());
     const config = async (values: unknown) =>
