@@ -23,6 +23,9 @@ RUN --mount=type=secret,id=build_ca \
 COPY tsconfig.json ./
 COPY deploy/tsconfig.build.json deploy/
 COPY src src
+# The rule model, for `hypha-serve-exporter rules` (a variant of the pack from the user's mixin config).
+COPY scripts/gen-rules.ts scripts/gen-prometheusrule.ts scripts/
+COPY scripts/rules scripts/rules
 RUN npx tsc -p deploy/tsconfig.build.json
 COPY README.md CHANGELOG.md LICENSE ./
 COPY rules rules

@@ -38,7 +38,11 @@ export type { AlertingRule, Group, RecordingRule } from './rules/model';
 /** The pack: `recording` holds what only dashboards read (rules/recording.yml), `alerting` the groups of rules/alerts.yml. */
 export function buildRules(c: MixinConfig): { recording: Group[]; alerting: Group[] } {
   const recording = [dashboardGroup(c)];
-  const alerting = [registrationGroup(c), workerGroup(c), servicesGroup(c), serveGroup(c), exporterGroup(c)];
+  const built = [registrationGroup(c), workerGroup(c), servicesGroup(c), serveGroup(c), exporterGroup(c)];
+  // A disabled alert goes; a group left without rules too (Prometheus loads an empty group, the operator refuses it).
+  const alerting = built
+    .map((g) => ({ ...g, rules: g.rules.filter((r) => !(isAlert(r) && c.alerts[r.alert].disabled === true)) }))
+    .filter((g) => g.rules.length > 0);
   for (const g of [...recording, ...alerting]) for (const r of g.rules) r.expr = withSelector(r.expr, c.exporter_selector);
   return { recording, alerting };
 }

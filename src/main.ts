@@ -1,6 +1,6 @@
 #!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=1 --optimize-for-size
 import { missingMemorySettings } from './cli/memory-settings';
-import { checkUsage, FlagError, parseCheckFlags, Flags, parseFlags, parseListenAddress, usage } from './cli/flags';
+import { checkUsage, FlagError, parseCheckFlags, Flags, parseFlags, parseListenAddress, parseRulesFlags, rulesUsage, usage } from './cli/flags';
 import { VERSION, REVISION } from './util/version';
 import type { WebConfigReloader } from './server/web-config-reloader';
 
@@ -32,9 +32,27 @@ async function check(argv: readonly string[]): Promise<never> {
   process.exit(code);
 }
 
+/** `hypha-serve-exporter rules ...`: the alerting-rules pack with the user's mixin config (src/cli/rules.ts). */
+async function rules(argv: readonly string[]): Promise<never> {
+  let flags;
+  try {
+    flags = parseRulesFlags(argv);
+  } catch (e) {
+    if (e instanceof FlagError) fail(`${e.message} (see rules --help)`);
+    throw e;
+  }
+  if (flags.help) {
+    process.stdout.write(rulesUsage());
+    process.exit(0);
+  }
+  const { runRules } = await import('./cli/rules');
+  process.exit(await runRules(flags, (t) => process.stdout.write(t), (t) => process.stderr.write(t)));
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args[0] === 'check') return check(args.slice(1));
+  if (args[0] === 'rules') return rules(args.slice(1));
   let flags;
   try {
     flags = parseFlags(args);

@@ -48,15 +48,23 @@ const alertSettings = z.strictObject({
   severity: z.enum(['critical', 'warning', 'info']),
   for: duration,
   keep_firing_for: duration.optional(),
+  /** Leaves the alert out of the pack (its recording rules stay: dashboards and other alerts read them). */
+  disabled: z.boolean().optional(),
 });
+
+const labelName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name');
 
 /** Labels the pack's own identities use: a topology label may not be one of them. */
 const RESERVED_LABELS = new Set(['job', 'instance', 'ray_cluster', 'app', 'hypha', 'service', 'holder', 'deployment', 'source', 'state', 'status', 'worker', 'severity', 'alertname']);
 
 const configSchema = z.strictObject({
-  topology_labels: z.array(z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name')).refine((l) => !l.some((n) => RESERVED_LABELS.has(n)), 'must not name a label the pack uses itself (job, instance, ray_cluster, app, hypha, service, ...)'),
+  topology_labels: z.array(labelName).refine((l) => !l.some((n) => RESERVED_LABELS.has(n)), 'must not name a label the pack uses itself (job, instance, ray_cluster, app, hypha, service, ...)'),
   exporter_selector: z.string().min(1),
   runbook_url_template: z.string().refine((s) => s.includes('%s'), 'must contain %s (the lower-cased alert name)'),
+  /** Added to every alert; an alert's own labels (severity, its identity) win. */
+  rule_labels: z.record(labelName, z.string()).default({}),
+  /** Added to every alert; an alert's own annotations win. */
+  rule_annotations: z.record(z.string().min(1), z.string()).default({}),
   bridge: duration,
   thresholds: z.strictObject({
     call_latency_p90_seconds: z.number().positive(),

@@ -58,8 +58,8 @@ export function alert(
     expr: rest.expr,
     for: s.for,
     ...(s.keep_firing_for ? { keep_firing_for: s.keep_firing_for } : {}),
-    labels: compactEach({ severity: s.severity, ...(rest.labels ?? {}) }),
-    annotations: compactEach({ ...rest.annotations, runbook_url: c.runbook_url_template.replace('%s', name.toLowerCase()) }),
+    labels: compactEach({ ...c.rule_labels, severity: s.severity, ...(rest.labels ?? {}) }),
+    annotations: compactEach({ ...c.rule_annotations, ...rest.annotations, runbook_url: c.runbook_url_template.replace('%s', name.toLowerCase()) }),
     comment: rest.comment,
   };
 }

@@ -77,12 +77,14 @@ export function usage(): string {
   const lines = [
     'usage: hypha-serve-exporter [<flags>]',
     '       hypha-serve-exporter check [<flags>]',
+    '       hypha-serve-exporter rules [<flags>]',
     '',
     'Prometheus exporter for Ray Serve applications and their Hypha service registrations.',
     '',
     'Commands:',
     `  ${'(none)'.padEnd(38)} Run the exporter.`,
     `  ${'check'.padEnd(38)} Sample every configured source once and say what is wrong now (see check --help).`,
+    `  ${'rules'.padEnd(38)} Render the alerting-rules pack with your mixin config (see rules --help).`,
     '',
     'Flags:',
     ...flagLines(FLAG_SPECS),
@@ -235,6 +237,46 @@ export function parseCheckFlags(argv: readonly string[]): CheckFlags {
     logLevel: logLevelOf(values),
     help: bools.has('help'),
   };
+}
+
+// ---------------------------------------------------------------- rules subcommand
+
+export interface RulesFlags {
+  /** The user's mixin config, merged over the shipped rules/config/mixin.yml; undefined: the shipped defaults. */
+  config?: string;
+  out: string;
+  help: boolean;
+}
+
+const RULES_FLAG_SPECS: FlagSpec[] = [
+  { name: 'config', help: 'Your mixin config: only the keys you change (the package\'s rules/config/mixin.yml lists them all).' },
+  { name: 'out', help: 'Directory to write recording.yml, alerts.yml and prometheusrule.yaml into (created if missing).', default: '.' },
+  { name: 'help', help: 'Show this help and exit.', boolean: true },
+];
+
+export function rulesUsage(): string {
+  return [
+    'usage: hypha-serve-exporter rules [<flags>]',
+    '',
+    'Renders the alerting-rules pack from its rule model with your mixin config merged over the shipped one',
+    '(rules/config/mixin.yml in the package; docs/alerts.md): the rule files for Prometheus (load both) and the',
+    'same groups as a prometheus-operator PrometheusRule. The same renderer writes the shipped rules/*.yml.',
+    '',
+    'Exit status: 0 written; 2 a flag or mixin config error (with the file and the key).',
+    '',
+    'Flags:',
+    ...flagLines(RULES_FLAG_SPECS),
+  ].join('\n') + '\n';
+}
+
+/** Flags of `hypha-serve-exporter rules` (argv after the word "rules"). */
+export function parseRulesFlags(argv: readonly string[]): RulesFlags {
+  const { values, bools } = readFlags(argv, RULES_FLAG_SPECS);
+  const config = values.get('config');
+  if (config === '') throw new FlagError('--config needs a file');
+  const out = values.get('out') ?? '.';
+  if (out === '') throw new FlagError('--out needs a directory');
+  return { config, out, help: bools.has('help') };
 }
 
 /** "a,b.*" → [/^(?:a)$/, /^(?:b.*)$/], as kube-state-metrics reads its metric lists. */

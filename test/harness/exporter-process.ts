@@ -21,7 +21,9 @@ let checked = false;
  */
 export function ensureBuilt(): string {
   if (checked) return EXPORTER_BIN;
-  if (!fs.existsSync(EXPORTER_BIN) || fs.statSync(EXPORTER_BIN).mtimeMs < newestMtime(path.join(repoRoot(), 'src'))) {
+  // scripts/: the rule model the bin's `rules` subcommand renders.
+  const newest = Math.max(newestMtime(path.join(repoRoot(), 'src')), newestMtime(path.join(repoRoot(), 'scripts')));
+  if (!fs.existsSync(EXPORTER_BIN) || fs.statSync(EXPORTER_BIN).mtimeMs < newest) {
     execFileSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repoRoot(), stdio: 'inherit' });
   }
   checked = true;

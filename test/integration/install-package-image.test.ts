@@ -129,17 +129,19 @@ describe('install: npm package and container image against real Ray Serve', () =
     }>;
     const files = packed[0].files.map((f) => f.path).sort();
     console.log(`npm pack: ${packed[0].filename}, ${packed[0].size} bytes packed, ${packed[0].unpackedSize} unpacked, ${files.length} files`);
-    const allowed = [/^dist\/src\/.+\.js$/, /^rules\/[^/]+\.yml$/, /^dashboards\/json\/[^/]+\.json$/, /^docs\/config\.schema\.json$/,
+    // dist/scripts: the rule model the `rules` subcommand renders, with its defaults in rules/config/mixin.yml.
+    const allowed = [/^dist\/src\/.+\.js$/, /^dist\/scripts\/(gen-rules|gen-prometheusrule|rules\/[a-z-]+)\.js$/, /^rules\/[^/]+\.yml$/, /^rules\/config\/mixin\.yml$/, /^dashboards\/json\/[^/]+\.json$/, /^docs\/config\.schema\.json$/,
       /^deploy\/systemd\/hypha-serve-exporter(-credentials)?\.(service|default|path)$/, /^package\.json$/, /^README\.md$/, /^CHANGELOG\.md$/, /^LICENSE$/];
     expect(files.filter((f) => !allowed.some((re) => re.test(f)))).toEqual([]);
-    for (const must of ['dist/src/main.js', 'rules/alerts.yml', 'rules/recording.yml', 'docs/config.schema.json', 'README.md', 'CHANGELOG.md', 'package.json',
+    for (const must of ['dist/src/main.js', 'dist/scripts/gen-prometheusrule.js', 'dist/scripts/rules/config.js', 'rules/config/mixin.yml',
+      'rules/alerts.yml', 'rules/recording.yml', 'docs/config.schema.json', 'README.md', 'CHANGELOG.md', 'package.json',
       'deploy/systemd/hypha-serve-exporter.service', 'deploy/systemd/hypha-serve-exporter.default']) {
       expect(files).toContain(must);
     }
     expect(files.filter((f) => f.startsWith('dashboards/json/')).length).toBeGreaterThan(0);
     // A compiled file without a source is a leftover of a deleted module: it would ship dead code.
     const orphans = files
-      .filter((f) => f.startsWith('dist/src/'))
+      .filter((f) => f.startsWith('dist/'))
       .filter((f) => !fs.existsSync(path.join(root, f.replace(/^dist\//, '').replace(/\.js$/, '.ts'))));
     expect(orphans).toEqual([]);
 
@@ -163,6 +165,16 @@ describe('install: npm package and container image against real Ray Serve', () =
     expect(version.stdout).toMatch(new RegExp(`^hypha-serve-exporter ${pkg.version.replace(/\./g, '\\.')} \\(`));
     const bad = await tryRun(bin, ['--no-such-flag']);
     expect(bad.code).toBe(2);
+    // A variant of the rules pack from the installed package alone (no checkout, no TypeScript): promtool loads it.
+    const mixin = tmp.write('my-mixin.yml', "exporter_selector: 'job=\"exporter\"'\nalerts:\n  HyphaServiceClientIdChurn: {disabled: true}\n");
+    const rulesOut = path.join(tmp.dir, 'my-rules');
+    const rendered = await run(bin, ['rules', `--config=${mixin}`, `--out=${rulesOut}`], { cwd: tmp.dir, env });
+    expect(rendered.stdout).toContain('wrote');
+    const alertsText = fs.readFileSync(path.join(rulesOut, 'alerts.yml'), 'utf8');
+    expect(alertsText).toContain('job="exporter"');
+    expect(alertsText).not.toContain('HyphaServiceClientIdChurn');
+    const loads = await tryRun('promtool', ['check', 'rules', path.join(rulesOut, 'recording.yml'), path.join(rulesOut, 'alerts.yml')]);
+    expect(loads.code).toBe(0);
 
     const token = crypto.randomBytes(24).toString('hex');
     const tokenFile = tmp.write('ray-token', `${token}\n`);

@@ -89,8 +89,7 @@ imagePullSecrets:
 {{- end -}}
 
 {{- /* The scrape job: a Service label that the ServiceMonitor's jobLabel names. One job per release, so shards are
-separate jobs; it starts with "hypha-serve-exporter" because the rules select job=~"hypha-serve-exporter.*"
-(rules/config/mixin.yml exporter_selector). */ -}}
+separate jobs; by default it starts with "hypha-serve-exporter", which the rules select (hse.ruleJobSelector). */ -}}
 {{- define "hse.jobName" -}}
 {{- if .Values.serviceMonitor.jobName -}}
 {{- .Values.serviceMonitor.jobName -}}
@@ -143,4 +142,37 @@ that lost them (a packaging step that drops files) must not render an empty Prom
 {{- if not (.Files.Glob "files/dashboards/*.json") -}}
 {{- fail "hypha-serve-exporter chart: files/dashboards/*.json is missing; the chart was copied or packaged without its files/ directory (the generated PrometheusRule and the Grafana dashboards). Use the packaged chart, or restore files/ from the repository (bash scripts/check-deploy.sh --sync)." -}}
 {{- end -}}
+{{- end -}}
+
+{{- /* The job the ServiceMonitor gives the targets: the value of the Service label its jobLabel names (the
+operator falls back to the Service name when the label is missing). */ -}}
+{{- define "hse.scrapeJob" -}}
+{{- $jobLabel := .Values.serviceMonitor.jobLabel | default "hypha-serve-exporter/job" -}}
+{{- $labels := include "hse.labels" . | fromYaml -}}
+{{- $_ := set $labels "hypha-serve-exporter/job" (include "hse.jobName" .) -}}
+{{- $labels = merge (dict) (.Values.service.labels | default dict) $labels -}}
+{{- index $labels $jobLabel | default (include "hse.fullname" .) -}}
+{{- end -}}
+
+{{- /* The exporter selector of the generated rules (rules/config/mixin.yml exporter_selector), in every expression. */ -}}
+{{- define "hse.defaultJobSelector" -}}
+job=~"hypha-serve-exporter.*"
+{{- end -}}
+
+{{- /* The rules' exporter selector: prometheusRule.jobSelector, else the generated one while it matches the scrape job
+(every shard's default job starts with hypha-serve-exporter, so one set of rules covers them all), else that job. */ -}}
+{{- define "hse.ruleJobSelector" -}}
+{{- $job := include "hse.scrapeJob" . -}}
+{{- if .Values.prometheusRule.jobSelector -}}
+{{- .Values.prometheusRule.jobSelector -}}
+{{- else if regexMatch "^hypha-serve-exporter.*$" $job -}}
+{{- include "hse.defaultJobSelector" . -}}
+{{- else -}}
+{{- printf "job=%q" $job -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* What prometheusRule.runbookUrl replaces at the start of every runbook_url (rules/config/mixin.yml runbook_url_template). */ -}}
+{{- define "hse.runbookBase" -}}
+https://github.com/aicell-lab/hypha-serve-exporter/blob/main/docs/runbooks
 {{- end -}}
