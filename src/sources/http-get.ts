@@ -55,7 +55,7 @@ function tunnel(proxy: URL, target: URL, tlsOpts: tls.ConnectionOptions | undefi
   req.on('connect', (res, socket) => {
     if (res.statusCode !== 200) {
       socket.destroy();
-      done(Object.assign(new Error(`proxy ${proxy.host} answered HTTP ${res.statusCode} to CONNECT ${authority}`), { code: 'PROXY_REFUSED' }));
+      done(new Error(`proxy ${proxy.host} answered HTTP ${res.statusCode} to CONNECT ${authority}`));
       return;
     }
     const host = target.hostname.replace(/^\[|\]$/g, '');
@@ -156,7 +156,8 @@ export function httpGet(url: string, opts: HttpGetOptions): Promise<HttpResult> 
     req.on('error', (e: NodeJS.ErrnoException) => {
       if (headersSeen) fail(new SourceError('connect', `connection broke while reading: ${e.message}`));
       else if (isTlsFailure(e)) fail(new SourceError('connect', `TLS handshake failed: ${e.message}${e.code ? ` (${e.code})` : ''}`));
-      else fail(new SourceError('connect', `connection failed: ${e.code ?? e.message}${proxy ? ` (through proxy ${proxy.host})` : ''}`));
+      else if (e.code === undefined) fail(new SourceError('connect', `connection failed: ${e.message}`));
+      else fail(new SourceError('connect', `connection failed: ${e.code}${proxy ? ` (through proxy ${proxy.host})` : ''}`));
     });
   });
 }
