@@ -1,4 +1,6 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import tls from 'node:tls';
 import { Document, LineCounter, parseDocument, isNode, isMap, isPair, isScalar } from 'yaml';
 import type { ZodType, z } from 'zod';
 import { configSchema, RawConfig } from './schema';
@@ -7,11 +9,13 @@ import { checkHyphaRegistration, HyphaRegistrationConfig, resolveHyphaRegistrati
 import { durationMs } from './validators';
 import { Secret } from '../util/secret';
 import { FileSecret } from './credential-file';
+import { tlsOptions, type HttpClientConfig } from './http-client';
 
 export interface RayClusterConfig {
   name: string;
   dashboardUrl: string;
-  token?: Secret;
+  /** TLS, authentication (bearer_token_* mapped onto authorization) and proxy of the Serve API requests. */
+  http: HttpClientConfig;
   intervalMs: number;
   timeoutMs: number;
   maxResponseBytes: number;
@@ -157,17 +161,7 @@ export function readCredential(
     const pos = locate(doc, lc, [...path, 'bearer_token_env']);
     throw new ConfigError(file, formatPath([...path, 'bearer_token_env']), 'set either bearer_token_file or bearer_token_env, not both', pos?.line, pos?.col);
   }
-  if (ref.bearer_token_file !== undefined) {
-    // Read now, so that an unreadable file fails the (re)load; read again whenever it changes (FileSecret).
-    try {
-      return FileSecret.open(ref.bearer_token_file);
-    } catch (e) {
-      const pos = locate(doc, lc, [...path, 'bearer_token_file']);
-      throw new ConfigError(
-        file, formatPath([...path, 'bearer_token_file']), `cannot read token file ${ref.bearer_token_file}: ${(e as Error).message}`, pos?.line, pos?.col,
-      );
-    }
-  }
+  if (ref.bearer_token_file !== undefined) return openFile(file, doc, lc, [...path, 'bearer_token_file'], ref.bearer_token_file, 'token file');
   if (ref.bearer_token_env !== undefined) {
     const v = env[ref.bearer_token_env];
     if (v === undefined || v === '') {
@@ -177,6 +171,78 @@ export function readCredential(
     return new Secret(v);
   }
   return undefined;
+}
+
+/**
+ * Reads a file a config field names, now, so that an unreadable or empty file fails the (re)load
+ * with the field and its line; FileSecret reads it again whenever it changes. The one way every
+ * credential and certificate file of the config is read.
+ */
+function openFile(file: string, doc: Document, lc: LineCounter, path: (string | number)[], name: string, what: string): FileSecret {
+  try {
+    return FileSecret.open(name);
+  } catch (e) {
+    const pos = locate(doc, lc, path);
+    throw new ConfigError(file, formatPath(path), `cannot read ${what} ${name}: ${(e as Error).message}`, pos?.line, pos?.col);
+  }
+}
+
+/** tls_config, basic_auth, authorization and proxy_url of an upstream (bearer_token_* as authorization Bearer), files read. */
+function resolveHttpClient(
+  file: string,
+  doc: Document,
+  lc: LineCounter,
+  path: (string | number)[],
+  c: RawConfig['ray_clusters'][number],
+  env: NodeJS.ProcessEnv,
+): HttpClientConfig {
+  const open = (field: string[], name: string, what: string) => openFile(file, doc, lc, [...path, ...field], name, what);
+  const out: HttpClientConfig = {};
+  const token = readCredential(file, doc, lc, path, c, env);
+  if (token) out.authorization = { type: 'Bearer', credentials: token };
+  if (c.authorization) {
+    const credentials = open(['authorization', 'credentials_file'], c.authorization.credentials_file, 'credentials file');
+    out.authorization = { type: c.authorization.type, credentials };
+  }
+  const b = c.basic_auth;
+  if (b) {
+    out.basicAuth = {
+      username: b.username_file !== undefined ? open(['basic_auth', 'username_file'], b.username_file, 'username file') : new Secret(b.username ?? ''),
+      password: b.password_file !== undefined ? open(['basic_auth', 'password_file'], b.password_file, 'password file') : undefined,
+    };
+  }
+  const t = c.tls_config;
+  if (t) {
+    out.tls = {
+      ca: t.ca_file !== undefined ? open(['tls_config', 'ca_file'], t.ca_file, 'CA file') : undefined,
+      cert: t.cert_file !== undefined ? open(['tls_config', 'cert_file'], t.cert_file, 'certificate file') : undefined,
+      key: t.key_file !== undefined ? open(['tls_config', 'key_file'], t.key_file, 'key file') : undefined,
+      serverName: t.server_name,
+      insecureSkipVerify: t.insecure_skip_verify,
+      minVersion: t.min_version,
+    };
+    // What a connection does with them, now: a PEM that is not one or a key that does not match fails the load.
+    const at = (field: string, problem: string) => {
+      const pos = locate(doc, lc, [...path, 'tls_config', field]);
+      return new ConfigError(file, formatPath([...path, 'tls_config', field]), problem, pos?.line, pos?.col);
+    };
+    const opts = tlsOptions(out) ?? {};
+    if (t.ca_file !== undefined) {
+      try {
+        new crypto.X509Certificate(String(opts.ca));
+      } catch (e) {
+        throw at('ca_file', `no PEM certificate in CA file ${t.ca_file}: ${(e as Error).message}`);
+      }
+    }
+    try {
+      tls.createSecureContext(opts);
+      if (opts.cert !== undefined) new crypto.X509Certificate(String(opts.cert));
+    } catch (e) {
+      throw at('cert_file', `cannot use the certificate and key (${t.cert_file}, ${t.key_file}): ${(e as Error).message}`);
+    }
+  }
+  if (c.proxy_url !== undefined) out.proxyUrl = c.proxy_url;
+  return out;
 }
 
 /** Loads, validates and resolves a config file. Throws ConfigError (never a raw exception). */
@@ -195,11 +261,10 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
       throw new ConfigError(file, `ray_clusters[${i}].name`, `duplicate cluster name "${c.name}"`, pos?.line, pos?.col);
     }
     names.add(c.name);
-    const token = readCredential(file, doc, lc, ['ray_clusters', i], c, env);
     return {
       name: c.name,
       dashboardUrl: c.dashboard_url.replace(/\/+$/, ''),
-      token,
+      http: resolveHttpClient(file, doc, lc, ['ray_clusters', i], c, env),
       intervalMs: durationMs(c.interval ?? raw.global.interval),
       timeoutMs: durationMs(c.timeout ?? raw.global.timeout),
       maxResponseBytes: c.max_response_bytes,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { credentialRef, duration, httpUrl, labelName } from './validators';
 import { hyphaConnectionSchema, watchedServicesSchema } from './services-schema';
 import { hyphaRegistrationSchema } from './hypha-schema';
+import { AUTH_KEYS, httpClientFields } from './http-client';
 
 // The YAML config file's shape. Strict objects: an unknown key is an error,
 // since a typo'd key silently ignored is a monitor silently misconfigured.
@@ -16,7 +17,11 @@ export const proxyProbeSchema = z.strictObject({
 export const rayClusterSchema = z.strictObject({
   name: name.describe('Cluster name; the value of the `ray_cluster` label.'),
   dashboard_url: httpUrl.describe('Ray dashboard base URL (the Serve REST API is at /api/serve/applications/).'),
-  ...credentialRef,
+  bearer_token_file: credentialRef.bearer_token_file.describe(
+    'File holding a bearer token, read again when it changes. Deprecated: the same as authorization: {credentials_file: ...}.',
+  ),
+  bearer_token_env: credentialRef.bearer_token_env.describe('Environment variable holding a bearer token (read once, at load).'),
+  ...httpClientFields,
   interval: duration.optional().describe('Sampling interval (default: global.interval).'),
   timeout: duration.optional().describe('Deadline of one Serve API request (default: global.timeout).'),
   /** Responses larger than this are refused (bounded memory). */
@@ -24,6 +29,15 @@ export const rayClusterSchema = z.strictObject({
   /** At most this many apps are exported per cluster; the rest are counted as dropped. */
   max_apps: z.number().int().positive().default(5000),
   proxy_probe: proxyProbeSchema.default({ enabled: true, timeout: '2s' }),
+}).superRefine((c, ctx) => {
+  const set = AUTH_KEYS.filter((k) => c[k] !== undefined);
+  // Both bearer_token_* keys: reported with their own message when the credential is read.
+  if (set.length > 1 && !(set.length === 2 && set[0] === 'bearer_token_file' && set[1] === 'bearer_token_env')) {
+    ctx.addIssue({ code: 'custom', path: [set[1]], message: `set only one of ${set.join(', ')} (one way of authenticating per request)` });
+  }
+  if (c.tls_config !== undefined && /^http:/i.test(c.dashboard_url)) {
+    ctx.addIssue({ code: 'custom', path: ['tls_config'], message: `has no effect on an http:// dashboard_url (${c.dashboard_url}): use https:// or remove tls_config` });
+  }
 });
 
 export const globalSchema = z.strictObject({

@@ -58,6 +58,11 @@ export const wsOrHttpUrl = z.string().refine((s) => {
   }
 }, 'must be an http(s) or ws(s) URL without credentials in it');
 
+/** Prometheus's TLS version names (tls_config, tls_server_config) and Node's. */
+export const TLS_VERSIONS = { TLS10: 'TLSv1', TLS11: 'TLSv1.1', TLS12: 'TLSv1.2', TLS13: 'TLSv1.3' } as const;
+export type TlsVersionName = keyof typeof TLS_VERSIONS;
+export const TLS_VERSION_NAMES = Object.keys(TLS_VERSIONS) as TlsVersionName[];
+
 /** A credential comes from a file or an environment variable, never inline. */
 export const credentialRef = {
   bearer_token_file: z.string().min(1).optional(),

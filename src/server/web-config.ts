@@ -5,15 +5,13 @@ import tls from 'node:tls';
 import { z } from 'zod';
 import { parseYamlConfig, ConfigError, locate, formatPath } from '../config/load';
 import { durationProblem, parseDuration } from '../util/duration';
+import { TLS_VERSION_NAMES, TLS_VERSIONS } from '../config/validators';
 
 // --web.config.file in the Prometheus exporter-toolkit format (its docs/web-configuration.md): TLS,
 // client certificates, basic auth, rate limit and extra response headers for every endpoint.
 // Unsupported toolkit keys are refused rather than ignored, so a config written for the Go toolkit
 // cannot silently weaken. Relative file names are relative to the web config's directory, as there.
 
-const TLS_VERSIONS = { TLS10: 'TLSv1', TLS11: 'TLSv1.1', TLS12: 'TLSv1.2', TLS13: 'TLSv1.3' } as const;
-type TlsVersionName = keyof typeof TLS_VERSIONS;
-const TLS_VERSION_NAMES = Object.keys(TLS_VERSIONS) as TlsVersionName[];
 // RequireClientCert: the toolkit's older name of RequireAnyClientCert, still accepted there.
 const CLIENT_AUTH = [
   'NoClientCert', 'RequestClientCert', 'RequireAnyClientCert', 'RequireClientCert', 'VerifyClientCertIfGiven', 'RequireAndVerifyClientCert',

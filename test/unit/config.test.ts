@@ -33,14 +33,14 @@ describe('config loading', () => {
     expect(cfg.rayClusters[0]).toMatchObject({ name: 'a', dashboardUrl: 'http://127.0.0.1:8265', intervalMs: 30000, timeoutMs: 5000 });
     expect(cfg.rayClusters[1].timeoutMs).toBe(500);
     expect(cfg.rayClusters[1].proxyProbe.enabled).toBe(false);
-    expect(cfg.rayClusters[1].token?.reveal()).toBe('tok-abcdef-123');
+    expect(cfg.rayClusters[1].http.authorization?.credentials.reveal()).toBe('tok-abcdef-123');
     // The secret never serialises.
     expect(JSON.stringify(cfg)).not.toContain('tok-abcdef-123');
   });
 
   it('takes a token from the environment', () => {
     const cfg = load('ray_clusters:\n  - name: a\n    dashboard_url: http://h:1\n    bearer_token_env: RAY_TOK\n', { RAY_TOK: 'xyz-secret' });
-    expect(cfg.rayClusters[0].token?.reveal()).toBe('xyz-secret');
+    expect(cfg.rayClusters[0].http.authorization?.credentials.reveal()).toBe('xyz-secret');
   });
 
   it('an empty file is a valid, empty config', () => {

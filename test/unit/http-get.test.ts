@@ -1,8 +1,13 @@
+import fs from 'node:fs';
+import net from 'node:net';
 import zlib from 'node:zlib';
 import { httpGet } from '../../src/sources/http-get';
 import { SourceError } from '../../src/util/errors';
 import { freePort } from '../harness/ports';
 import { startUpstream } from '../helpers/http-upstream';
+import { TestCa } from '../helpers/certs';
+import { startConnectProxy, startIngress } from '../helpers/ingress';
+import { tmpDir } from '../helpers/tmp';
 
 /** The SourceError a request ends in (the test fails on a success or another error type). */
 async function failure(p: Promise<unknown>): Promise<SourceError> {
@@ -98,5 +103,67 @@ describe('httpGet (the Serve API and proxy client)', () => {
     const cut = await failure(get('/cut'));
     expect(cut.errorClass).toBe('connect');
     expect(cut.message).toMatch(/^connection broke while reading: /);
+  });
+});
+
+describe('httpGet over TLS and through an HTTP proxy (tls_config, proxy_url)', () => {
+  const t = tmpDir('hse-httpget-tls-');
+  const ca = new TestCa(t.dir);
+  const other = new TestCa(t.dir, 'other-ca');
+  const cert = ca.issue('ingress', ['DNS:ray.lab.example', 'IP:127.0.0.1']);
+  let up: Awaited<ReturnType<typeof startUpstream>>;
+  let ingress: Awaited<ReturnType<typeof startIngress>>;
+  let proxy: Awaited<ReturnType<typeof startConnectProxy>>;
+  beforeAll(async () => {
+    up = await startUpstream((q, r) => r.end(`via ${q.headers.host} ${q.url}`));
+    ingress = await startIngress({ cert: cert.pem.crt, key: cert.pem.key, upstream: up.url, accepts: (a) => a === 'Bearer ok' });
+    proxy = await startConnectProxy();
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await ingress.close();
+    await up.close();
+    t.cleanup();
+  });
+  const caPem = () => fs.readFileSync(ca.crt, 'utf8');
+
+  it('verifies the server with the given CA and name, directly and through a CONNECT tunnel', async () => {
+    const tlsOpts = { ca: caPem(), servername: 'ray.lab.example' };
+    const direct = await httpGet(`${ingress.url}/a?b=1`, { timeoutMs: 5000, maxBytes: 1000, headers: { authorization: 'Bearer ok' }, tls: tlsOpts });
+    expect([direct.status, direct.body]).toEqual([200, `via 127.0.0.1:${up.port} /a?b=1`]);
+    const tunnelled = await httpGet(`${ingress.url}/p`, { timeoutMs: 5000, maxBytes: 1000, headers: { authorization: 'Bearer ok' }, tls: tlsOpts, proxyUrl: proxy.url });
+    expect([tunnelled.status, tunnelled.body]).toEqual([200, `via 127.0.0.1:${up.port} /p`]);
+    expect(proxy.tunnels).toEqual([`127.0.0.1:${ingress.port}`]);
+  });
+
+  it('a certificate another CA signed, or another name, is a connect error that says why', async () => {
+    const wrongCa = await failure(httpGet(`${ingress.url}/`, { timeoutMs: 5000, maxBytes: 1000, tls: { ca: fs.readFileSync(other.crt, 'utf8') } }));
+    expect(wrongCa.errorClass).toBe('connect');
+    expect(wrongCa.message).toMatch(/^TLS handshake failed: .*\((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE)\)$/);
+    const viaProxy = await failure(httpGet(`${ingress.url}/`, { timeoutMs: 5000, maxBytes: 1000, tls: { ca: fs.readFileSync(other.crt, 'utf8') }, proxyUrl: proxy.url }));
+    expect(viaProxy.message).toMatch(/^TLS handshake failed: /);
+    const wrongName = await failure(httpGet(`${ingress.url}/`, { timeoutMs: 5000, maxBytes: 1000, tls: { ca: caPem(), servername: 'other.example' } }));
+    expect(wrongName.message).toMatch(/^TLS handshake failed: .*ERR_TLS_CERT_ALTNAME_INVALID/);
+  });
+
+  it('the deadline covers a proxy that never answers CONNECT; a refused tunnel and a dead proxy are connect errors', async () => {
+    const silent = net.createServer(() => undefined);
+    const refusing = net.createServer((s) => s.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n'));
+    await Promise.all([silent, refusing].map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
+    const at = (s: net.Server) => `http://127.0.0.1:${(s.address() as net.AddressInfo).port}`;
+    try {
+      const t0 = Date.now();
+      const stalled = await failure(httpGet(`${ingress.url}/`, { timeoutMs: 300, maxBytes: 1000, tls: { ca: caPem() }, proxyUrl: at(silent) }));
+      expect([stalled.errorClass, stalled.message]).toEqual(['timeout', 'no answer within 300 ms']);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      const refused = await failure(httpGet(`${ingress.url}/`, { timeoutMs: 2000, maxBytes: 1000, tls: { ca: caPem() }, proxyUrl: at(refusing) }));
+      expect(refused.errorClass).toBe('connect');
+      expect(refused.message).toMatch(/answered HTTP 403 to CONNECT 127\.0\.0\.1:\d+/);
+      const dead = await failure(httpGet(`${ingress.url}/`, { timeoutMs: 2000, maxBytes: 1000, proxyUrl: `http://127.0.0.1:${await freePort()}` }));
+      expect(dead.message).toMatch(/^connection failed: ECONNREFUSED \(through proxy 127\.0\.0\.1:\d+\)$/);
+    } finally {
+      silent.close();
+      refusing.close();
+    }
   });
 });

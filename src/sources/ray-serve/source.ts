@@ -7,6 +7,7 @@ import { errorMessage, SourceError } from '../../util/errors';
 import { scrub } from '../../util/secret';
 import { HealthBook } from '../health-book';
 import { httpGet } from '../http-get';
+import { authorizationHeader, mainCredential, secretsOf, tlsOptions } from '../../config/http-client';
 import { sampleReasonOf } from '../sample-reason';
 import { Poller, Source } from '../poller';
 import { ParsedServe, parseServeInstance } from './parse';
@@ -27,7 +28,7 @@ export class RayServeSource implements Source<RayServeHandover> {
   #appsDroppedTotal = 0;
   #malformedTotal = 0;
   #stopped = false;
-  /** The last request was refused (401/403): read the token file again before the next, even if it looks unchanged. */
+  /** The last request was refused (401/403): read the credential files again before the next, even if they look unchanged. */
   #refused = false;
   /** The Serve state last published; a predecessor's (replaced by a reload) until this source's first sample. */
   #state: RayClusterSample['state'];
@@ -48,7 +49,7 @@ export class RayServeSource implements Source<RayServeHandover> {
   ) {
     this.#book = new HealthBook({
       kind: 'ray', target: cfg.name, intervalSeconds: cfg.intervalMs / 1000, handover: handover?.health,
-      log, label: 'ray', fields: { cluster: cfg.name }, credential: cfg.token,
+      log, label: 'ray', fields: { cluster: cfg.name }, credential: mainCredential(cfg.http),
     });
     this.#state = handover?.state;
     this.#appsDroppedTotal = handover?.appsDroppedTotal ?? 0;
@@ -89,13 +90,15 @@ export class RayServeSource implements Source<RayServeHandover> {
     const url = `${this.cfg.dashboardUrl}/api/serve/applications/`;
     // Ray 2.40's dashboard answers 500 to a request without a User-Agent.
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
-    if (this.cfg.token) {
-      if (this.#refused) this.cfg.token.refresh({ force: true });
-      // reveal() re-reads a token file that changed since the last request.
-      headers.authorization = `Bearer ${this.cfg.token.reveal()}`;
-    }
+    const http = this.cfg.http;
+    if (this.#refused) for (const s of secretsOf(http)) s.refresh({ force: true });
+    // reveal() (in both) re-reads a credential or certificate file that changed since the last request.
+    const authorization = authorizationHeader(http);
+    if (authorization !== undefined) headers.authorization = authorization;
     try {
-      const res = await httpGet(url, { timeoutMs: this.cfg.timeoutMs, maxBytes: this.cfg.maxResponseBytes, headers });
+      const res = await httpGet(url, {
+        timeoutMs: this.cfg.timeoutMs, maxBytes: this.cfg.maxResponseBytes, headers, tls: tlsOptions(http), proxyUrl: http.proxyUrl,
+      });
       this.#refused = res.status === 401 || res.status === 403;
       if (this.#refused) throw new SourceError('auth', `HTTP ${res.status} from the Serve API`);
       if (res.status !== 200) {
@@ -120,7 +123,7 @@ export class RayServeSource implements Source<RayServeHandover> {
       this.#publish({ apps, proxies, appsDropped: dropped, requestedSeconds });
     } catch (e) {
       const reason = sampleReasonOf(e);
-      const message = scrub(errorMessage(e), this.cfg.token ? [this.cfg.token] : []);
+      const message = scrub(errorMessage(e), secretsOf(this.cfg.http));
       this.#book.failed(reason, message, (performance.now() - started) / 1000);
       this.#publish(undefined);
     }
