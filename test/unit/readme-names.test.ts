@@ -1,11 +1,11 @@
 // The names README.md and the runbooks give a reader must be the code's: every alert from rules/*.yml, every
 // flag from the flag tables in src/cli/flags.ts, every hypha_serve_ family from the family table (which
 // docs/metrics.md is generated from). A renamed or removed one left in the prose fails here, and so does a
-// flag the README's flag table or `check` synopsis forgets.
+// flag the README's flag table or a subcommand's synopsis (`check`, `rules`) forgets.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { CHECK_FLAG_SPECS, FLAG_SPECS } from '../../src/cli/flags';
+import { CHECK_FLAG_SPECS, FLAG_SPECS, RULES_FLAG_SPECS } from '../../src/cli/flags';
 import { familyDocs } from '../../src/metrics/docs';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -61,35 +61,40 @@ const flagsIn = (text: string) => [...text.matchAll(/(?<![\w-])--([a-z][a-z0-9.-
 
 /**
  * The README's flags: those in the first cell of its table rows (the exporter's flag table), those on a
- * `hypha-serve-exporter check …` command line (the check synopsis) and those on any other
- * `hypha-serve-exporter …` command line (examples). Other commands (npm, podman, node scripts) have flags
- * of their own and are not read.
+ * `hypha-serve-exporter check …` or `hypha-serve-exporter rules …` command line (the subcommands' synopses) and
+ * those on any other `hypha-serve-exporter …` command line (examples). Other commands (npm, podman, node
+ * scripts) have flags of their own and are not read.
  */
-function readmeFlags(readme: string): { main: string[]; check: string[]; examples: string[] } {
+function readmeFlags(readme: string): { main: string[]; check: string[]; rules: string[]; examples: string[] } {
   const main: string[] = [];
   const check: string[] = [];
+  const rules: string[] = [];
   const examples: string[] = [];
   for (const line of readme.split('\n')) {
     const row = /^\|\s*([^|]*)\|/.exec(line);
     if (row && row[1].trimStart().startsWith('`--')) main.push(...flagsIn(row[1]));
-    for (const cmd of line.matchAll(/(?:^|`)hypha-serve-exporter( check\b)?([^`]*)/g)) {
-      (cmd[1] ? check : examples).push(...flagsIn(cmd[2].split('#')[0]));
+    for (const cmd of line.matchAll(/(?:^|`)hypha-serve-exporter( check\b| rules\b)?([^`]*)/g)) {
+      const into = cmd[1] === ' check' ? check : cmd[1] === ' rules' ? rules : examples;
+      into.push(...flagsIn(cmd[2].split('#')[0]));
     }
   }
-  return { main, check, examples };
+  return { main, check, rules, examples };
 }
 
-/** Flags the README's table, examples or check synopsis name that the code lacks, and flags of the code they miss. */
+/** Flags the README's table, examples or subcommand synopses name that the code lacks, and flags of the code they miss. */
 function flagProblems(readme: string): string[] {
-  const { main, check, examples } = readmeFlags(readme);
+  const { main, check, rules, examples } = readmeFlags(readme);
   const mainSpec = FLAG_SPECS.map((f) => f.name);
-  const checkSpec = CHECK_FLAG_SPECS.map((f) => f.name);
+  const sub = (name: string, named: string[], spec: string[]) => [
+    ...named.filter((f) => !spec.includes(f)).map((f) => `${name} synopsis names --${f}, which ${name} does not have`),
+    ...spec.filter((f) => !named.includes(f)).map((f) => `${name} synopsis misses --${f}`),
+  ];
   return [
     ...main.filter((f) => !mainSpec.includes(f)).map((f) => `flag table names --${f}, which the exporter does not have`),
     ...[...new Set(examples)].filter((f) => !mainSpec.includes(f)).map((f) => `a command line names --${f}, which the exporter does not have`),
     ...mainSpec.filter((f) => !main.includes(f)).map((f) => `flag table misses --${f}`),
-    ...check.filter((f) => !checkSpec.includes(f)).map((f) => `check synopsis names --${f}, which check does not have`),
-    ...checkSpec.filter((f) => !check.includes(f)).map((f) => `check synopsis misses --${f}`),
+    ...sub('check', check, CHECK_FLAG_SPECS.map((f) => f.name)),
+    ...sub('rules', rules, RULES_FLAG_SPECS.map((f) => f.name)),
   ];
 }
 
@@ -162,7 +167,8 @@ describe('names in README.md and the runbooks are the code\'s', () => {
       const broken = readme
         .replace('| `--web.max-connections` |', '| `--web.max-conns` |')
         .replace('[--timeout=30s] ', '[--deadline=30s] ')
-        .replace('hypha-serve-exporter --config.file=config.yml', 'hypha-serve-exporter --config=config.yml');
+        .replace('hypha-serve-exporter --config.file=config.yml', 'hypha-serve-exporter --config=config.yml')
+        .replace('[--out=DIR]', '[--out-dir=DIR]');
       expect(broken).not.toBe(readme);
       expect(flagProblems(broken)).toEqual([
         'flag table names --web.max-conns, which the exporter does not have',
@@ -170,6 +176,8 @@ describe('names in README.md and the runbooks are the code\'s', () => {
         'flag table misses --web.max-connections',
         'check synopsis names --deadline, which check does not have',
         'check synopsis misses --timeout',
+        'rules synopsis names --out-dir, which rules does not have',
+        'rules synopsis misses --out',
       ]);
       // A README without the flag table misses every flag.
       const noTable = readme.split('\n').filter((l) => !l.startsWith('| `--')).join('\n');
