@@ -2,7 +2,7 @@
 // families (scripts/gen-metrics-docs.ts); this fails when either drifts from it.
 import fs from 'node:fs';
 import path from 'node:path';
-import { familyDocs, metricsMarkdown, README_END, README_START, readmeTable } from '../../src/metrics/docs';
+import { familyDocs, familyMeaning, metricsMarkdown, README_END, README_START, readmeTable } from '../../src/metrics/docs';
 import { FAMILIES } from '../../src/metrics/families';
 import { withTable } from '../../scripts/gen-metrics-docs';
 
@@ -28,6 +28,16 @@ describe('generated metrics docs', () => {
     expect(names).toContain('hypha_serve_service_call_duration_seconds');
     expect(docs.find((d) => d.name === 'hypha_serve_deployment_status')?.series).toBe(6);
     expect(docs.find((d) => d.name === 'hypha_serve_app_registration_state')?.series).toBe(8);
+  });
+
+  it('each family has one text: its plain HELP sentence, which the docs continue in whole sentences', () => {
+    const docs = familyDocs();
+    for (const f of FAMILIES) {
+      expect(`${f.name}: ${f.help}`).toMatch(/^[a-z_]+: [^`\n]+\.$/);
+      if (f.doc !== undefined) expect(`${f.name}: ${f.doc}`).toMatch(/^[a-z_]+: [^\n]+\.$/);
+      expect(docs.find((d) => d.name === f.name)?.meaning).toBe(familyMeaning(f));
+      expect(familyMeaning(f).startsWith(f.help)).toBe(true);
+    }
   });
 
   it('a drifted table is detected', () => {
