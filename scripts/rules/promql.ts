@@ -110,11 +110,10 @@ export function bridgedFact(c: MixinConfig, id: readonly string[], fact: (v: (se
   return `${branch((s) => s)}\nor\n${branch((s) => `last_over_time(${s}[${c.bridge}])`)}\n`;
 }
 
-// The source guards: a source's own up series, which names its upstream by the label its derived
-// series join on (ray_cluster, hypha, service). `== 1` filters (not multiplies), so a down source
-// makes the derived fact absent (unknown) instead of 0 (a claim that all is well). In parentheses:
+// The source guard: a source's own up series, which names its upstream by the label its derived
+// series join on (service). `== 1` filters (not multiplies), so a down source makes the derived fact
+// absent (unknown) instead of 0 (a claim that all is well). In parentheses:
 // `x * on (...) group_left () up == 1` would compare the product (`*` binds tighter than `==`).
-export const RAY_UP = `(${m('hypha_serve_source_up')}{source="ray"} == 1)`;
 /** The watched service's source was up at least once within `range`: a blip does not reset what it guards. */
 export const serviceUpWithin = (range: string) =>
   `(max_over_time(${m('hypha_serve_source_up')}{source="hypha_service"}[${range}]) == 1)`;
