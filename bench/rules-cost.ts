@@ -12,8 +12,9 @@ import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { startPrometheus } from '../test/harness/prometheus';
 import { DEBIAN_PROMETHEUS, PrometheusVersion } from '../test/harness/prometheus-versions';
-import { repoRoot, waitFor } from '../test/harness/proc';
+import { waitFor } from '../test/harness/proc';
 import { BIOENGINE_GATES, CAUSE_TEXT, REGISTRATION_STATES } from '../src/snapshot/registration';
+import { repoRoot } from '../scripts/lib/repo-root';
 
 const JOB = 'hypha-serve-exporter';
 const INTERVAL_S = 15;

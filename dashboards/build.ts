@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Dashboard, Panel, RowPanel } from '@grafana/grafana-foundation-sdk/dashboard';
 import { DASHBOARDS } from './index';
+import { repoRoot } from '../scripts/lib/repo-root';
 
 export interface RenderedDashboard {
   uid: string;
@@ -34,12 +35,6 @@ export function renderDashboards(): RenderedDashboard[] {
     json.annotations = { ...json.annotations, list: json.annotations?.list ?? [] };
     return { uid: src.uid, file: src.file, json, text: `${JSON.stringify(json, null, 2)}\n` };
   });
-}
-
-export function repoRoot(): string {
-  let d = __dirname;
-  while (!fs.existsSync(path.join(d, 'package.json'))) d = path.dirname(d);
-  return d;
 }
 
 export const JSON_DIR = path.join('dashboards', 'json');

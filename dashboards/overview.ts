@@ -4,7 +4,7 @@
 import { DashboardBuilder, DashboardCursorSync, RowBuilder, type Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
 import { BigValueColorMode, BigValueTextMode, StackingMode, TableCellDisplayMode, StackingConfigBuilder } from '@grafana/grafana-foundation-sdk/common';
 import { PanelBuilder as TablePanel } from '@grafana/grafana-foundation-sdk/table';
-import { APP_STATES, DASHBOARD_TAG, DEPLOYMENT_STATES, DS, raySel, REGISTRATION_STATES, sel, stateCode } from './lib/conventions';
+import { APP_STATUSES, DASHBOARD_TAG, DEPLOYMENT_STATUSES, DS, raySel, REGISTRATION_STATES, sel, stateCode } from './lib/conventions';
 import { packLink, rangeQuery, rayDashboardLinks, rayDataLinks, runbookIndexLink, runbookLinks, sourceUpPanel, stateTimelinePanel, statPanel, statQuery, tableQuery, thresholds, timeseriesPanel, valueMap } from './lib/panels';
 import { appVariable, rayClusterVariable, clusterVariable, datasourceVariable, instanceVariable, jobVariable, workspaceVariable } from './lib/variables';
 
@@ -420,7 +420,7 @@ function timelinesRow(d: DashboardBuilder): void {
     stateTimelinePanel(APP_STATUS_MAP)
       .title('Serve application status')
       .description('Status of each Serve application over time, as reported by the Serve REST API.')
-      .withTarget(rangeQuery('A', stateCode('hypha_serve_app_status', APP, 'status', APP_STATES, ['ray_cluster', 'app']), '{{app}} ({{ray_cluster}})'))
+      .withTarget(rangeQuery('A', stateCode('hypha_serve_app_status', APP, 'status', APP_STATUSES, ['ray_cluster', 'app']), '{{app}} ({{ray_cluster}})'))
       .links(runbookLinks('HyphaServeAppUnhealthy'))
       .height(8)
       .span(12),
@@ -449,7 +449,7 @@ function timelinesRow(d: DashboardBuilder): void {
       .withTarget(
         rangeQuery(
           'A',
-          stateCode('hypha_serve_deployment_status', APP, 'status', DEPLOYMENT_STATES, ['ray_cluster', 'app', 'deployment']),
+          stateCode('hypha_serve_deployment_status', APP, 'status', DEPLOYMENT_STATUSES, ['ray_cluster', 'app', 'deployment']),
           '{{app}}/{{deployment}} ({{ray_cluster}})',
         ),
       )

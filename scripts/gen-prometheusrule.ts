@@ -12,6 +12,7 @@ import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { ALERTS_PATH, buildRules, loadMixinConfig, MixinConfig, RECORDING_PATH, renderPack } from './gen-rules';
 import { ALERT_DOCS_PATH, rulesReference, withRulesReference } from './rules/docs';
+import { repoRoot } from './lib/repo-root';
 
 /** Order matters: recording rules first, as Prometheus' own example config loads them. */
 export const RULE_FILES: readonly string[] = [RECORDING_PATH, ALERTS_PATH];
@@ -37,16 +38,6 @@ export function readRuleGroups(file: string): RuleGroup[] {
     }
     return g as RuleGroup;
   });
-}
-
-export function repoRoot(from: string = __dirname): string {
-  let d = from;
-  while (!fs.existsSync(path.join(d, 'package.json'))) {
-    const up = path.dirname(d);
-    if (up === d) throw new Error(`no package.json above ${from}`);
-    d = up;
-  }
-  return d;
 }
 
 /** The manifest text for a configuration. Deterministic: same config, same bytes. */

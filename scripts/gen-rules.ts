@@ -23,8 +23,8 @@ import { withSelector } from './rules/promql';
 import { Group, isAlert, Rule } from './rules/model';
 import { registrationGroup } from './rules/registration';
 import { workerGroup } from './rules/worker';
-import { servicesGroup } from './rules/services';
-import { dashboardGroup, serveGroup } from './rules/serve';
+import { quantileGroup, servicesGroup } from './rules/services';
+import { serveGroup } from './rules/serve';
 import { exporterGroup } from './rules/exporter';
 
 export {
@@ -35,9 +35,9 @@ export { humanDuration, withSelector } from './rules/promql';
 export { compact } from './rules/model';
 export type { AlertingRule, Group, RecordingRule } from './rules/model';
 
-/** The pack: `recording` holds what only dashboards read (rules/recording.yml), `alerting` the groups of rules/alerts.yml. */
+/** The pack: `recording` holds what no alert expression reads (rules/recording.yml), `alerting` the groups of rules/alerts.yml. */
 export function buildRules(c: MixinConfig): { recording: Group[]; alerting: Group[] } {
-  const recording = [dashboardGroup(c)];
+  const recording = [quantileGroup()];
   const built = [registrationGroup(c), workerGroup(c), servicesGroup(c), serveGroup(c), exporterGroup(c)];
   // A disabled alert goes; a group left without rules too (Prometheus loads an empty group, the operator refuses it).
   const alerting = built
@@ -131,7 +131,7 @@ export function renderPack(c: MixinConfig): RenderedPack {
   const { recording, alerting } = buildRules(c);
   return {
     recording: renderRuleFile(
-      `${GENERATED('Recording rules (level:metric:operations)')}\n# Only dashboards read these; the alerts' own recording rules are in alerts.yml. Load both files.`,
+      `${GENERATED('Recording rules (level:metric:operations)')}\n# Read by dashboards and alert texts, by no alert expression; the alerts' own recording rules are in alerts.yml. Load both files.`,
       recording,
     ),
     alerts: renderRuleFile(`${GENERATED('Alerting rules')}\n# Each group records its facts, then alerts on them, evaluated in order. Load both files.`, alerting),

@@ -19,7 +19,7 @@ import {
   startRay,
   summarizeApp,
 } from '../test/harness/ray';
-import { repoRoot } from '../test/harness/proc';
+import { repoRoot } from './lib/repo-root';
 
 interface Args {
   rayBin?: string;

@@ -103,6 +103,5 @@ export function stateCode(metric: string, selector: string, label: string, state
   return `sum by (${by.join(', ')}) (\n    ${terms.join('\n  or\n    ')}\n)`;
 }
 
-export const APP_STATES = ['NOT_STARTED', 'DEPLOYING', 'DEPLOY_FAILED', 'RUNNING', 'UNHEALTHY', 'DELETING'] as const;
-export const DEPLOYMENT_STATES = ['UPDATING', 'HEALTHY', 'UNHEALTHY', 'DEPLOY_FAILED', 'UPSCALING', 'DOWNSCALING'] as const;
+export { APP_STATUSES, DEPLOYMENT_STATUSES } from '../../src/snapshot/ray';
 export { REGISTRATION_STATES } from '../../src/snapshot/registration';

@@ -1,5 +1,5 @@
 // PromQL and text fragments the rule groups are written with. Each fragment that recurs in the
-// pack (the gap bridge, a source guard, "no proxy ready") is written here once.
+// pack (the gap bridge, a source guard) is written here once.
 import type { FamilyName } from '../../src/metrics/families';
 import type { MixinConfig } from './config';
 
@@ -110,29 +110,13 @@ export function bridgedFact(c: MixinConfig, id: readonly string[], fact: (v: (se
   return `${branch((s) => s)}\nor\n${branch((s) => `last_over_time(${s}[${c.bridge}])`)}\n`;
 }
 
-// The source guards: a source's own up series, which names its upstream by the label its derived
-// series join on (ray_cluster, hypha, service). `== 1` filters (not multiplies), so a down source
-// makes the derived fact absent (unknown) instead of 0 (a claim that all is well). In parentheses:
+// The source guard: a source's own up series, which names its upstream by the label its derived
+// series join on (service). `== 1` filters (not multiplies), so a down source makes the derived fact
+// absent (unknown) instead of 0 (a claim that all is well). In parentheses:
 // `x * on (...) group_left () up == 1` would compare the product (`*` binds tighter than `==`).
-export const RAY_UP = `(${m('hypha_serve_source_up')}{source="ray"} == 1)`;
 /** The watched service's source was up at least once within `range`: a blip does not reset what it guards. */
 export const serviceUpWithin = (range: string) =>
   `(max_over_time(${m('hypha_serve_source_up')}{source="hypha_service"}[${range}]) == 1)`;
-
-/**
- * 1 = no Serve proxy of the cluster is ready: every probed proxy unready, or Ray lists no proxy at
- * all (the head proxy included); absent when readiness is not probed or Ray is not sampled.
- */
-export function noProxyReady(l: Labels): string {
-  return block(`
-      (sum without (node_id, node_ip) (${m('hypha_serve_proxy_ready')}) == bool 0)
-    or
-      (
-        max without (source) ${RAY_UP}
-        unless on (${l.of('instance', 'ray_cluster')}) ${m('hypha_serve_proxy_head')}
-      )
-  `);
-}
 
 /** Indents every line of a fragment (to nest it in a larger expression). */
 export function indent(text: string, by: number): string {

@@ -1,6 +1,5 @@
-// Group hypha-serve-serve: Ray Serve apps, deployments and proxies; and the recording rules only
-// dashboards read (rules/recording.yml). Issue 37: every alert reads at most one recorded level and its
-// expr is at most 2 lines. The exporter decides the two proxy pages (hypha_serve_cluster_no_proxy_can_wake_apps,
+// Group hypha-serve-serve: Ray Serve apps, deployments and proxies. Issue 37: every alert reads at most
+// one recorded level and its expr is at most 2 lines. The exporter decides the two proxy pages (hypha_serve_cluster_no_proxy_can_wake_apps,
 // hypha_serve_cluster_all_proxies_unready, computed as the old :bool rules were) and the unhealthy app is a
 // state-set member: those alerts read the exporter's series with only the max over replicas and the gap bridge
 // (promql.ts decidedOver, as the registration group does), no recorded level, so vmalert, which reads a
@@ -8,61 +7,11 @@
 // mismatch needs a 10-minute window and a join: one recorded level, bridged straight from the exporter series.
 import type { MixinConfig } from './config';
 import { alert, Group } from './model';
-import { latencyQuantiles } from './services';
-import { block, bridgedFact, decidedOver, humanDuration, ID, labels, m, noProxyReady, prose, queryOf, queryOfEach } from './promql';
+import { bridgedFact, decidedOver, humanDuration, ID, labels, m, prose, queryOf, queryOfEach } from './promql';
 
 export const SERVE = {
   replicasShortBridged: 'ray_cluster_app_deployment:hypha_serve_deployment_replicas_short:bridged',
 } as const;
-
-/**
- * Recording rules no alert reads: for dashboards (rules/recording.yml). The two Serve context series
- * were recorded in hypha-serve-serve while its alerts were built on them; the alerts read the exporter's
- * series now and their annotations aggregate them inline, so the series stay here, same names, same values.
- */
-export const DASHBOARD = {
-  proxyReady: 'ray_cluster:hypha_serve_proxy_ready:sum',
-  noProxyReady: 'ray_cluster:hypha_serve_proxy_none_ready:bool',
-  scaledToZero: 'ray_cluster:hypha_serve_deployment_scaled_to_zero:sum',
-  targetMinusRunning: 'ray_cluster_app_deployment:hypha_serve_deployment_replicas:target_minus_running',
-} as const;
-
-export function dashboardGroup(c: MixinConfig): Group {
-  const l = labels(c);
-  return {
-    name: 'hypha-serve-dashboards.rules',
-    rules: [
-      {
-        record: DASHBOARD.proxyReady,
-        comment: 'Per exporter replica: Serve proxies answering /-/healthz with 200, per Ray cluster.',
-        expr: `sum without (node_id, node_ip) (${m('hypha_serve_proxy_ready')})\n`,
-      },
-      {
-        record: DASHBOARD.noProxyReady,
-        comment:
-          'Per exporter replica: 1 = no Serve proxy of the cluster is ready: every probed proxy unready, or Ray lists no proxy ' +
-          'at all (the head proxy included); 0 = one is ready; absent when readiness is not probed (proxy_probe disabled) or ' +
-          'Ray not sampled.',
-        expr: noProxyReady(l),
-      },
-      {
-        record: DASHBOARD.scaledToZero,
-        comment: 'Per exporter replica: deployments idle at zero replicas by design, per Ray cluster.',
-        expr: `sum without (app, deployment) (${m('hypha_serve_deployment_scaled_to_zero')})\n`,
-      },
-      {
-        record: DASHBOARD.targetMinusRunning,
-        comment: 'Per exporter replica: RUNNING replicas short of the target (negative = surplus while downscaling).',
-        expr: block(`
-          ${m('hypha_serve_deployment_target_replicas')}
-          - on (${l.of('instance', ...ID.deployment)})
-          ${m('hypha_serve_deployment_replicas')}{state="RUNNING"}
-        `),
-      },
-      ...latencyQuantiles(),
-    ],
-  };
-}
 
 export function serveGroup(c: MixinConfig): Group {
   const S = SERVE;

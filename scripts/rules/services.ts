@@ -36,17 +36,23 @@ function staleTextQuery(c: MixinConfig): string {
   return `printf "${cause} or ${since} or ${workers}" ${holderIds.map((n) => `$labels.${n}`).join(' ')} | query`;
 }
 
-/** p50/p90/p99 of the probe calls, for the dashboards (rules/recording.yml); no alert reads them. */
-export function latencyQuantiles(): RecordingRule[] {
-  return ['0.5', '0.9', '0.99'].map((q) => ({
-    record: SERVICES.latency,
-    comment: q === '0.5' ? 'Per exporter replica: p50/p90/p99 of probe calls per service and path (via), over 10 minutes.' : '',
-    expr: block(`
-      histogram_quantile(${q},
-        sum without (method, outcome) (rate(${m('hypha_serve_service_call_duration_seconds', '_bucket')}[10m])))
-    `),
-    labels: { quantile: q },
-  }));
+/**
+ * The recording rules of rules/recording.yml: p50/p90/p99 of the probe calls, which the service-identity
+ * dashboard plots and HyphaServiceCallLatencyHigh's text quotes (its expression reads the histogram itself).
+ */
+export function quantileGroup(): Group {
+  return {
+    name: 'hypha-serve-dashboards.rules',
+    rules: ['0.5', '0.9', '0.99'].map((q): RecordingRule => ({
+      record: SERVICES.latency,
+      comment: q === '0.5' ? 'Per exporter replica: p50/p90/p99 of probe calls per service and path (via), over 10 minutes.' : '',
+      expr: block(`
+        histogram_quantile(${q},
+          sum without (method, outcome) (rate(${m('hypha_serve_service_call_duration_seconds', '_bucket')}[10m])))
+      `),
+      labels: { quantile: q },
+    })),
+  };
 }
 
 export function servicesGroup(c: MixinConfig): Group {

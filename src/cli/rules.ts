@@ -7,11 +7,11 @@ import type { RulesFlags } from './flags';
 
 /** Writes the variant's files; returns the exit code (2: a mixin config the model refuses, with the file and key). */
 export async function runRules(flags: RulesFlags, out: (text: string) => void, err: (text: string) => void): Promise<number> {
-  const [{ loadMixinConfig }, { renderAll, repoRoot }] = await Promise.all([
-    import('../../scripts/rules/config'), import('../../scripts/gen-prometheusrule'),
+  const [{ loadMixinConfig }, { renderAll }, { repoRoot }] = await Promise.all([
+    import('../../scripts/rules/config'), import('../../scripts/gen-prometheusrule'), import('../../scripts/lib/repo-root'),
   ]);
   // The package root (its package.json): where the shipped rules/config/mixin.yml is.
-  const root = repoRoot(__dirname);
+  const root = repoRoot();
   let files: Map<string, string>;
   try {
     const config = loadMixinConfig(root, flags.config === undefined ? undefined : path.resolve(flags.config));

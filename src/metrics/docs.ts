@@ -109,11 +109,16 @@ function seriesPerUnit(f: AnyFamily, ref: Snapshot): number {
   return samples / n;
 }
 
+/** A table family's one text: its help, then what the docs add to it. */
+export function familyMeaning(f: AnyFamily): string {
+  return f.doc === undefined ? f.help : `${f.help} ${f.doc}`;
+}
+
 /** Every family served: the table's, then the standard collectors'. */
 export function familyDocs(): FamilyDoc[] {
   const ref = referenceSnapshot();
   const table = FAMILIES.map((f: AnyFamily): FamilyDoc => ({
-    name: f.name, type: f.type, labels: [...f.labels], meaning: f.doc, stability: f.stability, series: seriesPerUnit(f, ref), per: PER[f.scope],
+    name: f.name, type: f.type, labels: [...f.labels], meaning: familyMeaning(f), stability: f.stability, series: seriesPerUnit(f, ref), per: PER[f.scope],
   }));
   return [...table, ...processFamilies()];
 }

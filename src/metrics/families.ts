@@ -1,19 +1,20 @@
 import { BIOENGINE_GATES, CAUSE_TEXT, isMissing, MissingState, REGISTRATION_STATES } from '../snapshot/registration';
 import type { HyphaServerSample } from '../snapshot/hypha';
 import type { AppRegistration, WorkerSample } from '../snapshot/registration';
-import { CALL_DURATION_BUCKETS, STALE_CAUSE_TEXT, WatchedServiceSample, WITNESS_RELEASE_REASONS } from '../snapshot/services';
+import { CALL_DURATION_BUCKETS, CALL_OUTCOMES, STALE_CAUSE_TEXT, WatchedServiceSample, WITNESS_RELEASE_REASONS } from '../snapshot/services';
 import {
-  APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, SAMPLE_ERROR_REASONS,
+  APP_STATUSES, DEPLOYMENT_STATUSES, PROXY_STATUSES, REPLICA_STATES, SAMPLE_ERROR_REASONS,
   RayClusterSample, ReloadStatus, ServeApp, ServeDeployment, ServeProxy, Snapshot, SourceHealth, sourceHealths, isKnown, registrationKnown,
 } from '../snapshot/types';
 import { isBioEngineApp } from '../registration/expected';
+import { SERVICEABLE_DEPLOYMENT_STATUSES } from '../serve/judgement';
 import { REVISION, VERSION } from '../util/version';
 import { webConfigStatus } from './web-config-status';
 import type { MetricType } from './text';
 
 // The one declared list of every metric family the exporter serves, except the standard process_*
 // and nodejs_* families of prom-client's default collectors (process.ts). Each entry names its
-// type, help, labels, stability, documented meaning and scope, and the function that yields its
+// type, help (and what the docs add to it), labels, stability and scope, and the function that yields its
 // samples from one unit of that scope; histograms yield per-series bucket data that
 // forEachSample() expands into _bucket/_sum/_count lines. The renderer (renderer.ts: per-unit
 // cached lines) and the generated docs (docs.ts) read only this table; nothing else defines a family.
@@ -40,7 +41,7 @@ export type Scope = keyof ScopeArgs;
 /** Scopes whose samples depend on the clock or the process, not only on the snapshot. */
 export const DYNAMIC_SCOPES: readonly Scope[] = ['process', 'source'];
 
-/** 'deprecated': served one more release beside its replacement (named in the doc text), then removed. */
+/** 'deprecated': served one more release beside its replacement (named in the help text), then removed. */
 export type Stability = 'stable' | 'experimental' | 'deprecated';
 
 /** Receives one sample: label values in the family's label order (undefined leaves the label out). */
@@ -77,12 +78,13 @@ type Reads<S extends Scope> = S extends keyof ProjectedScopes
 
 type FamilyBase<S extends Scope> = Reads<S> & {
   name: string;
+  /** The `# HELP` text, plain (no markdown): what the family means, in a sentence or two that end with a full stop. */
   help: string;
   /** Label names in exposition order; a histogram's `_bucket` lines add `le` after them. */
   labels: readonly string[];
   stability: Stability;
-  /** Operator-facing meaning for the docs tables (markdown). */
-  doc: string;
+  /** What the docs tables add after `help` (markdown, whole sentences); absent when `help` says it all. */
+  doc?: string;
   scope: S;
 };
 type ValueFamily<S extends Scope> = FamilyBase<S> & {
@@ -143,6 +145,10 @@ const depLabels = (x: ScopeArgs['deployment']) => [x.cluster, x.app, x.d.name];
 const proxyLabels = (x: ScopeArgs['proxy']) => [x.cluster, x.p.nodeId, x.p.nodeIp];
 const regLabels = (x: ScopeArgs['registration']) => [x.a.cluster, x.a.app, x.hypha];
 
+/** When the two proxy pages say no Serve proxy is ready (src/serve/judgement.ts proxyPages), and when they are unknown. */
+const NO_PROXY_READY = 'No proxy is ready when none of the probed proxies answers `/-/healthz` with 200, or Ray lists no proxy at all. '
+  + 'Absent while Ray is not sampled or no proxy is probed (`proxy_probe` disabled, no HTTP port).';
+
 /** Cached holders whose client id could be read this cycle (the others have no series). */
 const readHolders = (w: WatchedServiceSample) => w.cached.filter((c) => c.clientId !== undefined);
 
@@ -151,19 +157,16 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_exporter_build_info', type: 'gauge', labels: ['version', 'revision', 'nodejs'], stability: 'stable', scope: 'process',
     help: 'Build of the exporter; always 1.',
-    doc: 'always 1',
     sample: (_x, emit) => emit([VERSION, REVISION, process.version], 1),
   }),
   fam({
     name: 'hypha_serve_exporter_config_last_reload_successful', type: 'gauge', labels: [], stability: 'stable', scope: 'process',
     help: '1 when the last configuration (re)load succeeded.',
-    doc: '1 if the last (re)load succeeded',
     sample: (x, emit) => emit([], x.reload?.ok === true ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_exporter_config_last_reload_success_timestamp_seconds', type: 'gauge', labels: [], stability: 'stable', scope: 'process',
     help: 'When the configuration was last loaded successfully (Unix seconds).',
-    doc: 'time of the last successful load',
     sample: (x, emit) => emit([], x.reload?.lastSuccessSeconds ?? 0),
   }),
   // --web.config.file, read again when it or its files change (src/server/web-config-reloader.ts): no
@@ -171,8 +174,8 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_exporter_web_config_last_reload_successful', type: 'gauge', labels: [], stability: 'stable', scope: 'process',
     help: '1 when the web config (--web.config.file) and the files it names were last read and applied; 0 while a changed one cannot be applied.',
-    doc: '1 if the web config served matches the files on disk; 0 while a change to `--web.config.file` or a certificate, key or CA file it names '
-      + 'cannot be applied (the previous one is still served: a renewed certificate is not); absent without `--web.config.file`',
+    doc: 'The files it names are its certificate, key and CA files; while a change cannot be applied the previous one is still served (a renewed '
+      + 'certificate is not). Absent without `--web.config.file`.',
     sample: (_x, emit) => {
       const w = webConfigStatus();
       if (w) emit([], w.ok ? 1 : 0);
@@ -181,7 +184,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_exporter_web_config_last_reload_success_timestamp_seconds', type: 'gauge', labels: [], stability: 'stable', scope: 'process',
     help: 'When the web config was last loaded and applied (Unix seconds).',
-    doc: 'time the web config (and the certificate it names) was last loaded and applied; absent without `--web.config.file`',
+    doc: 'Loading includes the certificate it names. Absent without `--web.config.file`.',
     sample: (_x, emit) => {
       const w = webConfigStatus();
       if (w) emit([], w.lastSuccessSeconds);
@@ -190,7 +193,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_exporter_web_config_reload_failures_total', type: 'counter', labels: [], stability: 'stable', scope: 'process',
     help: 'Changes to the web config or its files that could not be applied (the previous one kept).',
-    doc: 'changed contents of the web config or its files that could not be applied, each counted once; absent without `--web.config.file`',
+    doc: 'Each changed content is counted once. Absent without `--web.config.file`.',
     sample: (_x, emit) => {
       const w = webConfigStatus();
       if (w) emit([], w.failuresTotal);
@@ -202,25 +205,21 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_exporter_start_time_seconds', type: 'gauge', labels: [], stability: 'deprecated', scope: 'process',
     help: 'When the exporter process started (Unix seconds). Deprecated: use process_start_time_seconds.',
-    doc: 'process start time; deprecated, use `process_start_time_seconds`',
     sample: (_x, emit) => emit([], startSeconds),
   }),
   fam({
     name: 'hypha_serve_exporter_resident_memory_bytes', type: 'gauge', labels: [], stability: 'deprecated', scope: 'process',
     help: 'Resident memory of the exporter process. Deprecated: use process_resident_memory_bytes.',
-    doc: 'resident memory of the exporter; deprecated, use `process_resident_memory_bytes`',
     sample: (_x, emit) => emit([], process.memoryUsage.rss()),
   }),
   fam({
     name: 'hypha_serve_exporter_heap_used_bytes', type: 'gauge', labels: [], stability: 'deprecated', scope: 'process',
     help: 'V8 heap in use by the exporter process. Deprecated: use nodejs_heap_size_used_bytes.',
-    doc: 'V8 heap in use; deprecated, use `nodejs_heap_size_used_bytes`',
     sample: (_x, emit) => emit([], process.memoryUsage().heapUsed),
   }),
   fam({
     name: 'hypha_serve_exporter_cpu_seconds_total', type: 'counter', labels: [], stability: 'deprecated', scope: 'process',
     help: 'CPU time (user + system) used by the exporter process. Deprecated: use process_cpu_seconds_total.',
-    doc: 'CPU time used by the exporter; deprecated, use `process_cpu_seconds_total`',
     sample: (_x, emit) => {
       const cpu = process.cpuUsage();
       emit([], (cpu.user + cpu.system) / 1e6);
@@ -229,15 +228,14 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_source_up', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
     help: '1 when the last sample of the upstream succeeded.',
-    doc: '1 if the last sample of the upstream succeeded: `source="ray"` (labelled `ray_cluster`), `"hypha"` (registry connection, '
-      + 'labelled `hypha` = Hypha server name), `"hypha_service"` (a watched service\'s connection, labelled `service` = service id and '
-      + '`hypha` = the server it is watched on); the labels that do not apply to a source are empty (`hypha=""`: absent to Prometheus)',
+    doc: '`source="ray"` is labelled `ray_cluster`; `"hypha"` (a registry connection) `hypha` = the Hypha server\'s name; `"hypha_service"` (a '
+      + 'watched service\'s connection) `service` = the service id and `hypha` = the server it is watched on. The labels that do not apply to a '
+      + 'source are empty (`hypha=""`: absent to Prometheus).',
     sample: ({ h }, emit) => emit(srcLabels(h), h.up ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_source_last_success_timestamp_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
     help: 'When the upstream was last sampled successfully (Unix seconds).',
-    doc: 'time of the last successful sample',
     sample: ({ h }, emit) => {
       if (h.lastSuccessSeconds !== undefined) emit(srcLabels(h), h.lastSuccessSeconds);
     },
@@ -245,7 +243,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_source_sample_age_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
     help: 'Age of the data served for the upstream: now minus the last successful sample.',
-    doc: 'now − last successful sample',
     sample: ({ h, now }, emit) => {
       if (h.lastSuccessSeconds !== undefined) emit(srcLabels(h), Math.max(0, now - h.lastSuccessSeconds));
     },
@@ -253,7 +250,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_source_sample_duration_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
     help: 'Duration of the last sample attempt of the upstream.',
-    doc: 'duration of the last sample attempt',
     sample: ({ h }, emit) => {
       if (h.lastDurationSeconds !== undefined) emit(srcLabels(h), h.lastDurationSeconds);
     },
@@ -261,7 +257,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_source_interval_seconds', type: 'gauge', labels: SRC, stability: 'stable', scope: 'source',
     help: 'Configured sampling interval of the upstream; a sample age far past it while source_up stays 1 is a stuck sampler.',
-    doc: 'configured sampling interval (a sample age far past it while `source_up` stays 1 is a stuck sampler)',
     sample: ({ h }, emit) => {
       if (h.intervalSeconds !== undefined) emit(srcLabels(h), h.intervalSeconds);
     },
@@ -269,9 +264,8 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_source_errors_total', type: 'counter', labels: [...SRC, 'reason'], stability: 'stable', scope: 'source',
     help: 'Failed samples of the upstream by reason.',
-    doc: 'failed samples by reason: timeout, connect, http_status, too_large, bad_json, schema, auth, auth_secret_changed, rpc, other '
-      + '(`schema` also counts answers with skipped malformed entries; `auth_secret_changed`: Hypha refused, with a signature error, '
-      + 'a token it had accepted before — it restarted with a new JWT secret)',
+    doc: `Reasons: ${SAMPLE_ERROR_REASONS.join(', ')}. \`schema\` also counts answers with skipped malformed entries; `
+      + '`auth_secret_changed`: Hypha refused, with a signature error, a token it had accepted before (it restarted with a new JWT secret).',
     sample: ({ h }, emit) => {
       for (const reason of SAMPLE_ERROR_REASONS) emit([...srcLabels(h), reason], h.errors[reason]);
     },
@@ -279,8 +273,8 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_credential_last_read_timestamp_seconds', type: 'gauge', labels: [...SRC, 'file'], stability: 'experimental', scope: 'source',
     help: 'When the token file of the upstream was last read successfully (Unix seconds); it is read again whenever it changes.',
-    doc: 'last successful read of the `bearer_token_file` the upstream\'s source uses (re-read whenever the file changes and after a refusal; '
-      + 'never the token); only for sources with a token file',
+    doc: 'The token file is the source\'s `bearer_token_file`, also read again after a refusal; the token itself is never exported. Only for sources '
+      + 'with a token file.',
     sample: ({ h }, emit) => {
       if (h.credential) emit([...srcLabels(h), h.credential.file], h.credential.lastReadSeconds);
     },
@@ -288,7 +282,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_credential_read_errors_total', type: 'counter', labels: [...SRC, 'file'], stability: 'experimental', scope: 'source',
     help: 'Spells in which the token file of the upstream could not be read (missing, unreadable or empty); the last token read is kept.',
-    doc: 'spells in which the `bearer_token_file` was missing, unreadable or empty (the last token read stays in use); only for sources with a token file',
+    doc: 'The token file is the source\'s `bearer_token_file`. Only for sources with a token file.',
     sample: ({ h }, emit) => {
       if (h.credential) emit([...srcLabels(h), h.credential.file], h.credential.readErrorsTotal);
     },
@@ -300,7 +294,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_providers', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
     help: 'Live providers of the watched service (registrations in its workspace).',
-    doc: 'live providers of a watched service (e.g. `public/artifact-manager`)',
+    doc: 'A watched service is e.g. `public/artifact-manager`.',
     sample: (w, emit) => {
       if (w.providers) emit([w.service], w.providers.length);
     },
@@ -308,7 +302,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_provider_info', type: 'gauge', labels: [...SVC, 'client_id'], stability: 'stable', scope: 'service',
     help: 'One series per live provider of the watched service; always 1.',
-    doc: '1 per current provider; departed providers\' series are removed',
+    doc: 'Departed providers\' series are removed.',
     sample: (w, emit) => {
       for (const clientId of w.providers ?? []) emit([w.service, clientId], 1);
     },
@@ -316,7 +310,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_resolved_info', type: 'gauge', labels: [...SVC, 'client_id'], stability: 'stable', scope: 'service',
     help: 'Client id a fresh getServiceInfo on the current connection resolved to this cycle; always 1.',
-    doc: '1 for the client id a fresh `getServiceInfo` resolved this cycle',
     sample: (w, emit) => {
       if (w.resolvedClientId !== undefined) emit([w.service, w.resolvedClientId], 1);
     },
@@ -324,7 +317,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_cached_info', type: 'gauge', labels: [...SVC, 'holder', 'client_id'], stability: 'stable', scope: 'service',
     help: 'Client id a long-lived proxy addresses (holder="exporter": the exporter\'s own canary); always 1.',
-    doc: '1 for the client id a long-lived proxy addresses (`holder="exporter"`: the exporter\'s canary; others: configured holders)',
+    doc: 'Holders other than the exporter are the configured ones.',
     sample: (w, emit) => {
       for (const c of readHolders(w)) emit([w.service, c.holder, c.clientId], 1);
     },
@@ -332,7 +325,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_cached_stale', type: 'gauge', labels: [...SVC, 'holder'], stability: 'stable', scope: 'service',
     help: '1 when the cached client id of the holder is not among the live providers.',
-    doc: '1 when that cached id is not among the live providers (the incident-2 condition)',
+    doc: 'The incident-2 condition.',
     sample: (w, emit) => {
       for (const c of readHolders(w)) if (c.stale !== undefined) emit([w.service, c.holder], c.stale ? 1 : 0);
     },
@@ -340,13 +333,11 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_client_id_changes_total', type: 'counter', labels: SVC, stability: 'stable', scope: 'service',
     help: 'Cycles in which the set of provider client ids differed from the previous cycle\'s.',
-    doc: 'changes of the provider set',
     sample: (w, emit) => emit([w.service], w.clientIdChangesTotal),
   }),
   fam({
     name: 'hypha_serve_service_client_id_last_change_timestamp_seconds', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
     help: 'When the provider set last changed (Unix seconds).',
-    doc: 'last provider-set change',
     sample: (w, emit) => {
       if (w.lastChangeSeconds !== undefined) emit([w.service], w.lastChangeSeconds);
     },
@@ -354,7 +345,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_canary_reresolves_total', type: 'counter', labels: SVC, stability: 'stable', scope: 'service',
     help: 'Times the exporter dropped its stale canary proxy and resolved the service anew.',
-    doc: 'the canary was replaced by a fresh resolution when its witness ended (holders agree, `witness_max`, operator release)',
+    doc: 'It does so when the canary\'s witness ends (holders agree, `witness_max`, operator release).',
     sample: (w, emit) => emit([w.service], w.canaryReresolvesTotal),
   }),
   histogram({
@@ -362,9 +353,7 @@ export const FAMILIES = [
     buckets: CALL_DURATION_BUCKETS, stability: 'stable', scope: 'service',
     help: 'Duration of probe calls to the watched service via the cached (canary) or a freshly resolved proxy, and of holder probes '
       + '(via="holder", with a holder label: a call to the holder that goes through its cached proxy), by outcome.',
-    doc: 'probe calls through the cached (`via="cached"`) and a fresh (`"fresh"`) proxy, and holder probes (`"holder"`, with `holder`); '
-      + `outcome ok, timeout, not_found, never_sent, error; buckets (\`le\`, seconds) ${CALL_DURATION_BUCKETS.join(', ')}; `
-      + 'every outcome\'s series exists from the start',
+    doc: `Outcomes: ${CALL_OUTCOMES.join(', ')}; every outcome's series exists from the start. Buckets (\`le\`, seconds): ${CALL_DURATION_BUCKETS.join(', ')}.`,
     sample: (w, emit) => {
       for (const c of w.calls) emit([w.service, c.method, c.via, c.outcome, c.holder], c.histogram);
     },
@@ -372,7 +361,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_probe_success', type: 'gauge', labels: [...SVC, 'via'], stability: 'stable', scope: 'service',
     help: '1 when the last probe call via this kind of proxy succeeded (fresh: any live provider answered).',
-    doc: '1 if the last probe through that path succeeded',
     sample: (w, emit) => {
       for (const p of Object.values(w.lastProbes)) emit([w.service, p.via], p.outcome === 'ok' ? 1 : 0);
     },
@@ -381,8 +369,6 @@ export const FAMILIES = [
     name: 'hypha_serve_service_cached_stale_since_timestamp_seconds', type: 'gauge', labels: [...SVC, 'holder'], stability: 'stable', scope: 'service',
     help: 'Since when the cached client id of the holder has not been among the live providers (holder="exporter": when the canary became '
       + 'the witness); present while cached_stale is 1.',
-    doc: 'since when the holder\'s cached id has not been among the live providers (`holder="exporter"`: when the canary became the witness); '
-      + 'only while `cached_stale` is 1',
     sample: (w, emit) => {
       for (const c of readHolders(w)) if (c.stale === true && c.staleSinceSeconds !== undefined) emit([w.service, c.holder], c.staleSinceSeconds);
     },
@@ -390,7 +376,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_holders_configured', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
     help: 'Configured holders (long-lived clients read or probed). 0: the exporter sees no real client; its stale canary is the only witness.',
-    doc: 'configured holders (long-lived clients read or probed); 0: the exporter sees no real client and its stale canary is the only witness',
     sample: (w, emit) => {
       if (w.holdersConfigured !== undefined) emit([w.service], w.holdersConfigured);
     },
@@ -398,7 +383,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_witness_max_seconds', type: 'gauge', labels: SVC, stability: 'experimental', scope: 'service',
     help: 'canary.witness_max: the longest a stale canary is kept as the witness; absent when unlimited.',
-    doc: '`canary.witness_max`: the longest a stale canary is kept as the witness; absent when unlimited',
     sample: (w, emit) => {
       if (w.witnessMaxSeconds !== undefined) emit([w.service], w.witnessMaxSeconds);
     },
@@ -407,9 +391,7 @@ export const FAMILIES = [
     name: 'hypha_serve_service_witness_releases_total', type: 'counter', labels: [...SVC, 'reason'], stability: 'experimental', scope: 'service',
     help: 'Times a stale canary (the witness) ended, by reason: returned (its id is live again), holders_agree, max_age (witness_max passed), '
       + 'operator (released_client_ids), self_healing (every holder a worker that re-resolves by itself, for canary.self_healing_release).',
-    doc: 'witnesses (stale canaries) ended, by `reason`: returned (its id is live again), holders_agree, max_age (`witness_max` passed), '
-      + 'operator (`released_client_ids`), self_healing (every holder a BioEngine worker that re-resolves by itself, for '
-      + '`canary.self_healing_release`); all five always present',
+    doc: 'Every reason\'s series is present from the start.',
     sample: (w, emit) => {
       for (const reason of WITNESS_RELEASE_REASONS) emit([w.service, reason], w.witnessReleasesTotal?.[reason] ?? 0);
     },
@@ -417,8 +399,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_holder_probe_success', type: 'gauge', labels: [...SVC, 'holder'], stability: 'experimental', scope: 'service',
     help: '1 when the last holder probe (a read-only call through the holder\'s cached proxy of the service) succeeded.',
-    doc: '1 if the last holder probe (a read-only call through the holder\'s cached proxy of the service) succeeded; '
-      + 'only while the source is up, after the holder\'s first probe',
+    doc: 'Only while the source is up, after the holder\'s first probe.',
     sample: (w, emit) => {
       // Like the other probes: only while the source is up.
       if (w.health.up) for (const p of w.holderProbes ?? []) emit([w.service, p.holder], p.outcome === 'ok' ? 1 : 0);
@@ -428,8 +409,6 @@ export const FAMILIES = [
     name: 'hypha_serve_service_cached_server_gone', type: 'gauge', labels: [...SVC, 'holder'], stability: 'stable', scope: 'service',
     help: '1 when the holder\'s cached client id is stale and is a Hypha server id the server replaced (it came back under another id): '
       + 'that id never returns; 0 otherwise; absent while staleness is unknown.',
-    doc: '1 if the holder\'s cached id is stale and is a Hypha server id the server replaced (it came back under another id): '
-      + 'that id never returns; 0 otherwise; absent while staleness is unknown',
     sample: (w, emit) => {
       for (const c of readHolders(w)) if (c.serverGone !== undefined) emit([w.service, c.holder], c.serverGone ? 1 : 0);
     },
@@ -438,11 +417,10 @@ export const FAMILIES = [
     name: 'hypha_serve_service_cached_stale_page', type: 'gauge', labels: [...SVC, 'holder'], stability: 'stable', scope: 'service',
     help: 'The exporter\'s decision on HyphaServiceCachedProxyStale: 1 when the holder\'s cached id has been stale for its cause\'s wait '
       + '(or is proven gone), held until the spell ends; 0 otherwise.',
-    doc: 'the page decision of `HyphaServiceCachedProxyStale`: 1 once the holder\'s cached id has not been among the live providers for its '
-      + 'cause\'s wait (`watched_services[].page_waits`: `uncertain` 2m, or `proven` 0s when the id is a Hypha server id the server replaced); '
-      + 'it then holds while the id stays stale, whatever the cause becomes. 0 otherwise, and always 0 for the canary of a self-healing '
-      + 'witness (`hypha_serve_service_witness_self_healing`: a warning). Kept across a restart with `--storage.path`; absent while '
-      + 'staleness is unknown (the source down)',
+    doc: 'The waits are `watched_services[].page_waits`: `uncertain` 2m, or `proven` 0s when the id is a Hypha server id the server replaced; '
+      + 'the page holds while the id stays stale, whatever the cause becomes. Always 0 for the canary of a self-healing witness '
+      + '(`hypha_serve_service_witness_self_healing`: a warning). Kept across a restart with `--storage.path`; absent while staleness is unknown (the '
+      + 'source down).',
     sample: (w, emit) => {
       for (const c of readHolders(w)) if (c.stale !== undefined) emit([w.service, c.holder], c.page?.firing === true ? 1 : 0);
     },
@@ -452,10 +430,10 @@ export const FAMILIES = [
     stability: 'stable', scope: 'service',
     help: 'Why the holder\'s cached id is stale, for the page text: client_id, cause (server_gone or not_listed), reason, holders (what the '
       + 'exporter can see: none, configured or workers); always 1, present only while stale.',
-    doc: '1 while the holder\'s cached id is stale: `client_id` (the stale id), `cause` (`server_gone`: a Hypha server id the server replaced, '
-      + 'proven never to return; `not_listed`: not among the live providers), `reason` (the cause in a sentence), `holders` (the long-lived '
-      + 'clients the exporter can see besides its canary: `configured` holders, discovered BioEngine `workers`, or `none`). What '
-      + 'HyphaServiceCachedProxyStale prints; its labels change with the cause, so the page\'s identity does not carry them',
+    doc: '`cause`: `server_gone` (a Hypha server id the server replaced, proven never to return) or `not_listed` (not among the live providers); '
+      + '`reason`: the cause in a sentence; `holders`: the long-lived clients the exporter can see besides its canary (`configured` holders, '
+      + 'discovered BioEngine `workers`, or `none`). What HyphaServiceCachedProxyStale prints; its labels change with the cause, so the page\'s '
+      + 'identity does not carry them.',
     sample: (w, emit) => {
       const holders = (w.holdersConfigured ?? 0) > 0 ? 'configured' : (w.workerHolders ?? []).length > 0 ? 'workers' : 'none';
       for (const c of readHolders(w)) {
@@ -467,10 +445,8 @@ export const FAMILIES = [
     name: 'hypha_serve_service_cached_probe_failing', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
     help: 'The exporter\'s decision on HyphaServiceCachedProbeFailing: 1 when no probe through the cached proxy succeeded within the probe '
       + 'window while one through a fresh proxy did; 0 otherwise.',
-    doc: 'the condition of `HyphaServiceCachedProbeFailing`: 1 when no probe call through the cached proxy succeeded within '
-      + '`watched_services[].probe_window` (3m) while one through a freshly resolved proxy did: the symptom of a stale cached proxy. 0 '
-      + 'otherwise, and for the canary of a self-healing witness. Absent while the source is down and until the exporter has probed the '
-      + 'cached path for a whole window since it started',
+    doc: 'The probe window is `watched_services[].probe_window` (3m); the symptom of a stale cached proxy. Also 0 for the canary of a self-healing witness. '
+      + 'Absent while the source is down and until the exporter has probed the cached path for a whole window since it started.',
     sample: (w, emit) => {
       if (w.probeVerdicts?.cachedFailing !== undefined) emit([w.service], w.probeVerdicts.cachedFailing ? 1 : 0);
     },
@@ -479,9 +455,8 @@ export const FAMILIES = [
     name: 'hypha_serve_service_probe_failing', type: 'gauge', labels: SVC, stability: 'stable', scope: 'service',
     help: 'The exporter\'s decision on HyphaServiceProbeFailing: 1 when no probe call on any path succeeded within the probe window; '
       + '0 otherwise.',
-    doc: 'the condition of `HyphaServiceProbeFailing`: 1 when no probe call, through the cached or a fresh proxy, succeeded within '
-      + '`watched_services[].probe_window` (3m); 0 otherwise. Absent while the source is down and until the exporter has probed for a whole '
-      + 'window since it started',
+    doc: 'The probe window is `watched_services[].probe_window` (3m). Absent while the source is down and until the exporter has probed for a whole '
+      + 'window since it started.',
     sample: (w, emit) => {
       if (w.probeVerdicts?.allFailing !== undefined) emit([w.service], w.probeVerdicts.allFailing ? 1 : 0);
     },
@@ -489,7 +464,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_service_fresh_probe_attempts', type: 'gauge', labels: SVC, stability: 'experimental', scope: 'service',
     help: 'Providers the last fresh probe tried: 1 = the first resolution answered; more = a listed provider did not answer and others were tried.',
-    doc: 'providers the last fresh probe tried: 1 = the first resolution answered; more = a listed provider did not answer and others were tried',
     sample: (w, emit) => {
       if (w.lastProbes.fresh?.attempts !== undefined) emit([w.service], w.lastProbes.fresh.attempts);
     },
@@ -499,11 +473,9 @@ export const FAMILIES = [
     scope: 'service',
     help: 'A BioEngine worker that holds the watched service by default (no holders configured): holder = its client id, version = its last '
       + 'known bioengine_version, recovery = self_healing (0.16.30 or later, artifact manager), stays_stale (up to 0.16.2) or unknown; always 1.',
-    doc: 'one series per BioEngine worker the Hypha source of the service\'s server discovered (up or not), the long-lived clients the canary '
-      + 'stands in for when no `holders:` are configured (a configured list wins, and then there is none): `holder` = the worker\'s client id, '
-      + '`version` = its last known `bioengine_version` (empty if never reported), `recovery` = `self_healing` (0.16.30 or later and the '
-      + 'service is an artifact manager: its cached proxy re-resolves after one failed call), `stays_stale` (up to 0.16.2: bound to the old id '
-      + 'until it restarts) or `unknown`; always 1',
+    doc: 'One series per worker the Hypha source of the service\'s server discovered (up or not): the long-lived clients the canary stands in for '
+      + '(configured `holders:` win, and then there is none). `version` is empty if never reported; `self_healing`: its cached proxy re-resolves after '
+      + 'one failed call; `stays_stale`: bound to the old id until it restarts.',
     sample: (w, emit) => {
       for (const h of w.workerHolders ?? []) emit([w.service, w.health.hypha ?? '', h.holder, h.version ?? '', h.recovery], 1);
     },
@@ -512,10 +484,8 @@ export const FAMILIES = [
     name: 'hypha_serve_service_witness_self_healing', type: 'gauge', labels: [...SVC, 'hypha'], stability: 'experimental', scope: 'service',
     help: '1 when the canary is the witness (stale) and every holder the exporter knows re-resolves by itself (at least one BioEngine worker, '
       + 'all self_healing, no configured holder): a warning, not a page; it ends by itself after canary.self_healing_release. 0 otherwise.',
-    doc: '1 if the canary is the witness (stale) and every holder the exporter knows is `self_healing` (at least one worker holder, no '
-      + 'configured holder): `HyphaServiceCachedProxyStale` does not page for the canary, `HyphaServiceCachedProxySelfHealing` warns, and '
-      + 'the witness ends by itself once it has been so for `canary.self_healing_release` (5m; reason `self_healing`). 0 otherwise; only '
-      + 'while the source is up and the canary is enabled',
+    doc: '`HyphaServiceCachedProxyStale` does not page for the canary, `HyphaServiceCachedProxySelfHealing` warns, and the witness ends with reason '
+      + '`self_healing` once it has been so for `canary.self_healing_release` (5m). Only while the source is up and the canary is enabled.',
     sample: (w, emit) => {
       if (w.health.up && w.witnessSelfHealing !== undefined) emit([w.service, w.health.hypha ?? ''], w.witnessSelfHealing ? 1 : 0);
     },
@@ -526,19 +496,17 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_app_status', type: 'gauge', labels: [...APP, 'status'], stability: 'stable', scope: 'app',
     help: 'Ray Serve application status (state set: 1 for the current status).',
-    doc: 'state set over NOT_STARTED, DEPLOYING, DEPLOY_FAILED, RUNNING, UNHEALTHY, DELETING',
+    doc: `States: ${APP_STATUSES.join(', ')}.`,
     sample: (x, emit) => stateSet(emit, [x.cluster, x.app.name], APP_STATUSES, x.app.status),
   }),
   fam({
     name: 'hypha_serve_app_info', type: 'gauge', labels: [...APP, 'route_prefix', 'source'], stability: 'stable', scope: 'app',
     help: 'Ray Serve application facts; always 1.',
-    doc: 'always 1',
     sample: (x, emit) => emit([x.cluster, x.app.name, x.app.routePrefix ?? '', x.app.source ?? ''], 1),
   }),
   fam({
     name: 'hypha_serve_app_deployed_timestamp_seconds', type: 'gauge', labels: APP, stability: 'stable', scope: 'app',
     help: 'When the application was last deployed (Unix seconds).',
-    doc: 'last deployment time',
     sample: (x, emit) => {
       if (x.app.lastDeployedSeconds !== undefined) emit([x.cluster, x.app.name], x.app.lastDeployedSeconds);
     },
@@ -546,27 +514,26 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_app_message_present', type: 'gauge', labels: APP, stability: 'stable', scope: 'app',
     help: '1 when Ray Serve reports a non-empty status message for the application.',
-    doc: '1 if Ray reports a status message (the text is on the status page, not in a label)',
+    doc: 'The text is on the status page, not in a label.',
     sample: (x, emit) => emit([x.cluster, x.app.name], x.app.messagePresent ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_app_bioengine_proxy', type: 'gauge', labels: APP, stability: 'stable', scope: 'app',
     help: '1 when the application\'s ingress is BioEngine\'s ProxyDeployment, which registers its Hypha service and deregisters it when '
       + 'a sibling deployment has no RUNNING replica; 0 for other Serve apps (registrant unknown).',
-    doc: '1 if the app\'s ingress is BioEngine\'s `ProxyDeployment` (its Hypha registrant; since BioEngine 0.13.0 it deregisters the service '
-      + 'while a sibling deployment has no RUNNING replica), 0 for other Serve apps (registrant unknown)',
+    doc: 'Its ProxyDeployment deregisters so since BioEngine 0.13.0.',
     sample: (x, emit) => emit([x.cluster, x.app.name], isBioEngineApp(x.app) ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_deployment_status', type: 'gauge', labels: [...DEP, 'status'], stability: 'stable', scope: 'deployment',
     help: 'Ray Serve deployment status (state set).',
-    doc: 'state set over UPDATING, HEALTHY, UNHEALTHY, DEPLOY_FAILED, UPSCALING, DOWNSCALING',
+    doc: `States: ${DEPLOYMENT_STATUSES.join(', ')}.`,
     sample: (x, emit) => stateSet(emit, depLabels(x), DEPLOYMENT_STATUSES, x.d.status),
   }),
   fam({
     name: 'hypha_serve_deployment_replicas', type: 'gauge', labels: [...DEP, 'state'], stability: 'stable', scope: 'deployment',
     help: 'Replicas of the deployment per replica state (explicit zeros).',
-    doc: 'replicas per state STARTING, UPDATING, RECOVERING, RUNNING, STOPPING, PENDING_MIGRATION (explicit zeros)',
+    doc: `States: ${REPLICA_STATES.join(', ')}.`,
     sample: (x, emit) => {
       const l = depLabels(x);
       for (const [state, n] of Object.entries(x.d.replicas)) emit([...l, state], n);
@@ -575,7 +542,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_deployment_target_replicas', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
     help: 'Replica count Ray Serve is currently targeting.',
-    doc: 'replica count Serve targets now',
     sample: (x, emit) => {
       if (x.d.targetReplicas !== undefined) emit(depLabels(x), x.d.targetReplicas);
     },
@@ -583,7 +549,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_deployment_min_replicas', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
     help: 'Lower replica bound (autoscaling min_replicas, or the fixed num_replicas).',
-    doc: 'autoscaling `min_replicas`, or fixed `num_replicas`',
     sample: (x, emit) => {
       if (x.d.minReplicas !== undefined) emit(depLabels(x), x.d.minReplicas);
     },
@@ -591,7 +556,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_deployment_max_replicas', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
     help: 'Upper replica bound (autoscaling max_replicas, or the fixed num_replicas).',
-    doc: 'autoscaling `max_replicas`, or fixed `num_replicas`',
     sample: (x, emit) => {
       if (x.d.maxReplicas !== undefined) emit(depLabels(x), x.d.maxReplicas);
     },
@@ -599,19 +563,17 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_deployment_autoscaling', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
     help: '1 when the deployment has an autoscaling config.',
-    doc: '1 if the deployment autoscales',
     sample: (x, emit) => emit(depLabels(x), x.d.autoscaling ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_deployment_scaled_to_zero', type: 'gauge', labels: DEP, stability: 'stable', scope: 'deployment',
     help: '1 when the deployment is idle at zero by design (autoscaling allows 0, target 0, no RUNNING replica, serviceable status).',
-    doc: '1 when idle at zero by design: autoscaling allows 0, target 0, no RUNNING replica, status HEALTHY/UPSCALING/DOWNSCALING (as opposed to crashed)',
+    doc: `Serviceable: ${SERVICEABLE_DEPLOYMENT_STATUSES.join(', ')} (as opposed to crashed).`,
     sample: (x, emit) => emit(depLabels(x), x.d.scaledToZero ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_proxy_ready', type: 'gauge', labels: PROXY, stability: 'stable', scope: 'proxy',
     help: '1 when the Serve HTTP proxy answers 200 on /-/healthz.',
-    doc: '1 if the Serve HTTP proxy answers 200 on `/-/healthz`',
     sample: (x, emit) => {
       if (x.p.ready !== undefined) emit(proxyLabels(x), x.p.ready ? 1 : 0);
     },
@@ -619,27 +581,24 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_proxy_head', type: 'gauge', labels: PROXY, stability: 'stable', scope: 'proxy',
     help: '1 for the proxy on the controller (head) node, the one that can wake scaled-to-zero apps.',
-    doc: '1 for the proxy on the controller\'s (head) node: the only one Ray keeps ready at zero replicas, to take the request that wakes '
-      + 'a scaled-to-zero app (Ray PR #47002)',
+    doc: 'It is the only one Ray keeps ready at zero replicas, to take the request that wakes a scaled-to-zero app (Ray PR #47002).',
     sample: (x, emit) => emit(proxyLabels(x), x.p.head ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_proxy_status', type: 'gauge', labels: [...PROXY, 'status'], stability: 'stable', scope: 'proxy',
     help: 'Controller view of the Serve proxy actor (state set).',
-    doc: 'controller\'s view of the proxy actor: STARTING, HEALTHY, UNHEALTHY, DRAINING, DRAINED',
+    doc: `States: ${PROXY_STATUSES.join(', ')}.`,
     sample: (x, emit) => stateSet(emit, proxyLabels(x), PROXY_STATUSES, x.p.status),
   }),
   fam({
     name: 'hypha_serve_cluster_apps_dropped_total', type: 'counter', labels: ['ray_cluster'], stability: 'experimental', scope: 'cluster',
     help: 'Applications left out by the per-cluster max_apps cap, summed over samples.',
-    doc: 'apps left out by `max_apps`, summed over samples',
     reads: ['cluster', 'appsDroppedTotal'],
     sample: (x, emit) => emit([x.cluster], x.appsDroppedTotal),
   }),
   fam({
     name: 'hypha_serve_cluster_malformed_entries_total', type: 'counter', labels: ['ray_cluster'], stability: 'experimental', scope: 'cluster',
     help: 'Malformed apps, deployments or proxies skipped in Serve API answers.',
-    doc: 'malformed apps/deployments/proxies skipped in Serve API answers',
     reads: ['cluster', 'malformedTotal'],
     sample: (x, emit) => emit([x.cluster], x.malformedTotal),
   }),
@@ -648,9 +607,7 @@ export const FAMILIES = [
     name: 'hypha_serve_cluster_no_proxy_can_wake_apps', type: 'gauge', labels: ['ray_cluster'], stability: 'stable', scope: 'cluster',
     help: 'The exporter\'s decision on HyphaServeNoProxyCanWakeApps: 1 when deployments of the cluster are idle at zero and no Serve '
       + 'proxy is ready to take the request that wakes them; 0 otherwise.',
-    doc: 'the condition of `HyphaServeNoProxyCanWakeApps`: 1 when deployments are idle at zero (`hypha_serve_deployment_scaled_to_zero`) '
-      + 'and no Serve proxy can take a request: none of the probed proxies answers `/-/healthz` with 200, or Ray lists no proxy at all. '
-      + '0 otherwise; absent while Ray is not sampled or no proxy is probed (`proxy_probe` disabled, no HTTP port)',
+    doc: `Idle at zero: \`hypha_serve_deployment_scaled_to_zero\`. ${NO_PROXY_READY}`,
     reads: ['cluster', 'proxyPages'],
     sample: (x, emit) => {
       if (x.proxyPages) emit([x.cluster], x.proxyPages.noProxyCanWakeApps ? 1 : 0);
@@ -660,9 +617,7 @@ export const FAMILIES = [
     name: 'hypha_serve_cluster_all_proxies_unready', type: 'gauge', labels: ['ray_cluster'], stability: 'stable', scope: 'cluster',
     help: 'The exporter\'s decision on HyphaServeAllProxiesUnready: 1 when deployments of the cluster have RUNNING replicas and no '
       + 'Serve proxy is ready to route to them; 0 otherwise.',
-    doc: 'the condition of `HyphaServeAllProxiesUnready`: 1 when deployments have RUNNING replicas and no Serve proxy can take a request '
-      + '(none of the probed proxies answers `/-/healthz` with 200, or Ray lists no proxy). 0 otherwise; absent while Ray is not sampled or '
-      + 'no proxy is probed',
+    doc: NO_PROXY_READY,
     reads: ['cluster', 'proxyPages'],
     sample: (x, emit) => {
       if (x.proxyPages) emit([x.cluster], x.proxyPages.allProxiesUnready ? 1 : 0);
@@ -674,14 +629,12 @@ export const FAMILIES = [
     name: 'hypha_serve_hypha_reconnects_total', type: 'counter', labels: HYPHA, stability: 'stable', scope: 'hypha',
     reads: ['target', 'reconnectsTotal'],
     help: 'Connections to the Hypha server rebuilt after the first one.',
-    doc: 'Hypha connections rebuilt after the first',
     sample: (h, emit) => emit([h.target], h.reconnectsTotal),
   }),
   fam({
     name: 'hypha_serve_hypha_connection_generation', type: 'gauge', labels: HYPHA, stability: 'stable', scope: 'hypha',
     reads: ['target', 'generation'],
     help: 'Number of the current Hypha connection (1 = the first); moves on every rebuild.',
-    doc: 'number of the current Hypha connection',
     sample: (h, emit) => {
       if (h.generation > 0) emit([h.target], h.generation);
     },
@@ -690,8 +643,8 @@ export const FAMILIES = [
     name: 'hypha_serve_hypha_server_info', type: 'gauge', labels: [...HYPHA, 'server_id'], stability: 'stable', scope: 'hypha',
     reads: ['target', 'health.up', 'serverId'],
     help: 'The id of the Hypha server the registry connection is connected to; always 1.',
-    doc: '1; `server_id` is the id the Hypha server reports on the current connection (its built-in services, the artifact manager among them, '
-      + 'are provided by client `server_id`); absent while not connected',
+    doc: '`server_id` is the id the server reports on the current connection; its built-in services, the artifact manager among them, '
+      + 'are provided by client `server_id`. Absent while not connected.',
     sample: (h, emit) => {
       if (h.health.up && h.serverId !== undefined) emit([h.target, h.serverId], 1);
     },
@@ -701,10 +654,8 @@ export const FAMILIES = [
     reads: ['target', 'health.up', 'serverIdChanged'],
     help: '1 when the Hypha server came back (a rebuilt connection) under another server id than before, 0 when it came back under the same id; '
       + 'absent until the exporter has seen a comeback.',
-    doc: '1 if the last time the registry connection was rebuilt the server reported another id than before (a server without a fixed '
-      + '`--server-id`/`HYPHA_SERVER_ID`: every restart strands cached proxies to its built-in services, incident 2), 0 if it came back under '
-      + 'the same id; absent until a comeback was seen and while the source is down (kept in `--storage.path` across an exporter restart; '
-      + 'without it unknown again until the next comeback)',
+    doc: 'A server without a fixed `--server-id`/`HYPHA_SERVER_ID` strands cached proxies to its built-in services at every restart (incident 2). '
+      + 'Also absent while the source is down; kept in `--storage.path` across an exporter restart (without it unknown again until the next comeback).',
     sample: (h, emit) => {
       if (h.health.up && h.serverIdChanged !== undefined) emit([h.target], h.serverIdChanged ? 1 : 0);
     },
@@ -713,14 +664,12 @@ export const FAMILIES = [
     name: 'hypha_serve_hypha_malformed_entries_total', type: 'counter', labels: HYPHA, stability: 'experimental', scope: 'hypha',
     reads: ['target', 'malformedTotal'],
     help: 'Malformed entries skipped in Hypha registry listings.',
-    doc: 'malformed entries skipped in Hypha registry listings',
     sample: (h, emit) => emit([h.target], h.malformedTotal),
   }),
   fam({
     name: 'hypha_serve_app_registered', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
     help: '1 when the Serve app\'s expected Hypha service is registered (also under another client id), 0 when not. '
       + 'Present only while the Ray and Hypha sources are up.',
-    doc: '1 if the app\'s expected Hypha service is registered, 0 if not; only while both the Ray and the Hypha source are up (absent otherwise)',
     sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.registered ? 1 : 0);
     },
@@ -728,14 +677,13 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_app_expected_service_info', type: 'gauge', labels: [...REG, 'workspace', 'service'], stability: 'stable', scope: 'registration',
     help: 'The Hypha service the Serve app is expected to register ("ws/client:svc", client "*" while never known); always 1.',
-    doc: '1; the service (`ws/client:svc`) the app is expected to register; keeps the last known client id through a worker restart',
+    doc: 'Keeps the last known client id through a worker restart.',
     sample: (x, emit) => emit([...regLabels(x), x.a.workspace, x.a.service], 1),
   }),
   fam({
     name: 'hypha_serve_app_registration_state', type: 'gauge', labels: [...REG, 'state'], stability: 'stable', scope: 'registration',
     help: 'Registration of the Serve app in Hypha, and why it is missing (state set).',
-    doc: 'state set: registered, not_running, missing_scaled_to_zero, missing_never_registered, missing_crashed, missing_after_reconnect, '
-      + 'missing_history_unknown, missing_other',
+    doc: `States: ${REGISTRATION_STATES.join(', ')}.`,
     sample: (x, emit) => {
       if (x.known) stateSet(emit, regLabels(x), REGISTRATION_STATES, x.a.state);
     },
@@ -743,7 +691,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_app_unregistered_since_timestamp_seconds', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
     help: 'Start of the current spell in which the running app has no Hypha registration (Unix seconds); present only while missing.',
-    doc: 'start of the current missing spell (only in a `missing_*` state)',
     sample: (x, emit) => {
       if (x.known && isMissing(x.a.state) && x.a.unregisteredSinceSeconds !== undefined) emit(regLabels(x), x.a.unregisteredSinceSeconds);
     },
@@ -753,12 +700,10 @@ export const FAMILIES = [
     help: '1 when the app is missing in a state its BioEngine proxy never leaves by itself (the proxy runs the gate that deregisters at '
       + 'zero, a gated deployment is idle at zero by design, and only a call through the missing service would wake it), 0 otherwise. '
       + 'Present only while the Ray and Hypha sources are up.',
-    doc: '1 if the app is missing in a state the upstream never leaves by itself: `missing_scaled_to_zero` or `missing_never_registered` '
-      + 'of a BioEngine app whose proxy runs the gate that deregisters at zero (`hypha_serve_app_bioengine_gate`, BioEngine up to 0.16.2) '
-      + 'and one of whose gated deployments is idle at zero by design (target 0): that proxy registers only once every gated deployment '
-      + 'has a RUNNING replica, and only a call through the missing service would start one. 0 otherwise (registered, another cause, a '
-      + 'replica being started, a proxy that registers at zero, an unknown gate). A proof pages without the cause\'s wait '
-      + '(`hypha_registration.page_waits.proven`)',
+    doc: 'The states are `missing_scaled_to_zero` or `missing_never_registered` of a BioEngine app whose proxy runs that gate '
+      + '(`hypha_serve_app_bioengine_gate`, BioEngine up to 0.16.2) with a gated deployment at target 0: that proxy registers only once every '
+      + 'gated deployment has a RUNNING replica. 0 also for another cause, a replica being started, a proxy that registers at zero, an unknown gate. '
+      + 'A proof pages without the cause\'s wait (`hypha_registration.page_waits.proven`).',
     sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.stuck === true ? 1 : 0);
     },
@@ -767,10 +712,10 @@ export const FAMILIES = [
     name: 'hypha_serve_app_bioengine_gate', type: 'gauge', labels: [...REG, 'gate'], stability: 'stable', scope: 'registration',
     help: 'The registration gate the BioEngine app\'s ProxyDeployment runs (state set): deregisters_at_zero (releases up to 0.16.2), '
       + 'serviceable_at_zero (the fix, from 0.16.16), unknown.',
-    doc: 'state set: `deregisters_at_zero` (BioEngine up to 0.16.2: never registers an app deployed at zero, deregisters one whose sibling '
-      + 'idles at zero), `serviceable_at_zero` (from 0.16.16: an app idle at zero stays registered), `unknown`. Told from what the app was '
-      + 'seen doing (registered 30 s into a sibling\'s zero spell: fixed; lost as a sibling reached zero: old), else from the version of the '
-      + 'worker that deployed it (`deployed_by_worker_client_id`, `hypha_serve_worker_info`); absent for apps mapped by template',
+    doc: '`deregisters_at_zero` never registers an app deployed at zero and deregisters one whose sibling idles at zero; with `serviceable_at_zero` '
+      + 'an app idle at zero stays registered. Told from what the app was seen doing (registered 30 s into a sibling\'s zero spell: fixed; lost as a '
+      + 'sibling reached zero: old), else from the version of the worker that deployed it (`deployed_by_worker_client_id`, `hypha_serve_worker_info`); '
+      + 'absent for apps mapped by template.',
     sample: (x, emit) => {
       if (x.known && x.a.gate) stateSet(emit, regLabels(x), BIOENGINE_GATES, x.a.gate.gate);
     },
@@ -779,11 +724,9 @@ export const FAMILIES = [
     name: 'hypha_serve_app_running_not_registered_page', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
     help: 'The exporter\'s decision on HyphaServeAppRunningNotRegistered: 1 when the app has been RUNNING and missing for its cause\'s wait '
       + '(or its cause is proven final), held until it is registered or no longer RUNNING; 0 otherwise.',
-    doc: 'the page decision of `HyphaServeAppRunningNotRegistered`: 1 once the app has been RUNNING in Ray and missing from the registry for '
-      + 'its cause\'s wait (`hypha_registration.page_waits`, 5 min by default) or at once when the cause is proven final '
-      + '(`hypha_serve_app_registration_stuck`); it then holds while the app stays RUNNING and missing, whatever the cause becomes. 0 '
-      + 'otherwise. Kept across a restart with `--storage.path`; absent while the Ray or Hypha source is down or after a reconnect while '
-      + 'providers re-register',
+    doc: 'The waits are `hypha_registration.page_waits` (5 min by default); proven final: `hypha_serve_app_registration_stuck`. The page holds '
+      + 'whatever the cause becomes. Kept across a restart with `--storage.path`; absent while the Ray or Hypha source is down or after a reconnect '
+      + 'while providers re-register.',
     sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.page?.firing === true ? 1 : 0);
     },
@@ -793,9 +736,8 @@ export const FAMILIES = [
     stability: 'stable', scope: 'registration',
     help: 'Why the app\'s service is missing, for the page text: cause (a missing_* state), reason (the cause in a sentence), gate, '
       + 'proven, the expected service; always 1, present only while missing.',
-    doc: '1 while the app is missing: `cause` (its `missing_*` state), `reason` (the cause in a sentence, the runbook branch), `gate` (the '
-      + 'BioEngine gate, empty for template apps), `proven` (`true` while the cause is proven final), `service` (the expected service). '
-      + 'What HyphaServeAppRunningNotRegistered prints; its labels change with the cause, so the page\'s identity does not carry them',
+    doc: '`reason` is the runbook branch; `gate` is empty for template apps; `proven` is `true` while the cause is proven final. '
+      + 'What HyphaServeAppRunningNotRegistered prints; its labels change with the cause, so the page\'s identity does not carry them.',
     sample: (x, emit) => {
       if (!x.known || !isMissing(x.a.state)) return;
       const cause = x.a.state as MissingState;
@@ -806,11 +748,10 @@ export const FAMILIES = [
     name: 'hypha_serve_worker_app_running_not_registered_page', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
     help: 'The exporter\'s decision on HyphaServeWorkerAppRunningNotRegistered: 1 when a BioEngine worker tied to the app\'s cluster has '
       + 'said it is RUNNING for the worker wait while the registry has no service for it; 0 otherwise.',
-    doc: 'the page decision of `HyphaServeWorkerAppRunningNotRegistered`: 1 once a BioEngine worker tied to the app\'s Ray cluster has '
-      + 'reported the app RUNNING (and registered, where it says) for `hypha_registration.page_waits.worker` (5 min) while the registry has '
-      + 'no service for it; held while that lasts. A worker that stops answering (a restart) keeps its last word for 5 min; one that '
-      + 'answers otherwise ends it. 0 otherwise, and 0 while `hypha_serve_app_running_not_registered_page` is 1 for the same app (one page '
-      + 'per app; it fires at once should that page end while a worker still says RUNNING); absent while the Ray or Hypha source is down',
+    doc: 'RUNNING, and registered where the worker reports it; the worker wait is `hypha_registration.page_waits.worker` (5 min), and the page holds '
+      + 'while that lasts. A worker that stops answering (a restart) keeps its last word for 5 min; one that answers otherwise ends it. Also 0 while '
+      + '`hypha_serve_app_running_not_registered_page` is 1 for the same app (one page per app; it fires at once should that page end while a worker '
+      + 'still says RUNNING); absent while the Ray or Hypha source is down.',
     sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.workerPage?.firing === true ? 1 : 0);
     },
@@ -819,10 +760,8 @@ export const FAMILIES = [
     name: 'hypha_serve_app_will_deregister_at_zero', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
     help: '1 when the app is registered, its BioEngine proxy runs the gate that deregisters at zero, and a gated deployment autoscales '
       + 'with min_replicas 0 (HyphaServeAppWillDeregisterAtZero); 0 otherwise.',
-    doc: 'the decision of `HyphaServeAppWillDeregisterAtZero`: 1 if the app is registered, its proxy runs the gate that deregisters at zero '
-      + '(`hypha_serve_app_bioengine_gate`), and a deployment it gates on autoscales with `min_replicas: 0`: when that deployment idles to '
-      + 'zero, the proxy deregisters the service. 0 otherwise (a proxy that keeps an app idle at zero registered, an unknown gate, '
-      + '`min_replicas >= 1`, not registered, a template app)',
+    doc: 'When that deployment idles to zero, the proxy deregisters the service. The gate: `hypha_serve_app_bioengine_gate`. 0 also for a proxy '
+      + 'that keeps an app idle at zero registered, an unknown gate, and a template app.',
     sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.deregistersAtZero === true ? 1 : 0);
     },
@@ -830,7 +769,6 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_app_registration_client_id_mismatch', type: 'gauge', labels: REG, stability: 'stable', scope: 'registration',
     help: '1 when the app\'s service is registered only under a client id other than the expected one.',
-    doc: '1 if registered only under another client id',
     sample: (x, emit) => {
       if (x.known) emit(regLabels(x), x.a.clientIdMismatch ? 1 : 0);
     },
@@ -838,20 +776,17 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_app_registration_client_id_changes_total', type: 'counter', labels: REG, stability: 'stable', scope: 'registration',
     help: 'Times the client id registering the app\'s service changed (e.g. proxy replicas re-registering).',
-    doc: 'the registering client id changed (a proxy replica re-registered)',
     sample: (x, emit) => emit(regLabels(x), x.a.clientIdChangesTotal),
   }),
   fam({
     name: 'hypha_serve_worker_up', type: 'gauge', labels: ['hypha', 'worker'], stability: 'experimental', scope: 'worker',
     help: '1 when the BioEngine worker answered get_status in its last cross-check.',
-    doc: '1 if the BioEngine worker answered `get_status`',
     sample: (x, emit) => emit([x.hypha, x.w.worker], x.w.up ? 1 : 0),
   }),
   fam({
     name: 'hypha_serve_worker_info', type: 'gauge', labels: ['hypha', 'worker', 'version'], stability: 'stable', scope: 'worker',
     help: 'The BioEngine version the worker reports (get_status().bioengine_version); always 1, present while it answers and says.',
-    doc: '1; `version`: the BioEngine release the worker reports (`get_status().bioengine_version`); the gate of each app it deployed '
-      + 'follows it (`hypha_serve_app_bioengine_gate`). Absent while the worker does not answer or does not say',
+    doc: 'The gate of each app it deployed follows it (`hypha_serve_app_bioengine_gate`).',
     sample: (x, emit) => {
       if (x.w.up && x.w.version !== undefined) emit([x.hypha, x.w.worker, x.w.version], 1);
     },
@@ -859,7 +794,7 @@ export const FAMILIES = [
   fam({
     name: 'hypha_serve_worker_app_status', type: 'gauge', labels: [...WORKER_APP, 'status'], stability: 'experimental', scope: 'worker',
     help: 'App status as the BioEngine worker reports it (state set); ray_cluster is empty when the config does not tie the worker to one cluster.',
-    doc: 'app status as the worker reports it (state set); `ray_cluster` empty unless the config ties the worker to one cluster',
+    doc: `States: ${APP_STATUSES.join(', ')}.`,
     sample: (x, emit) => {
       if (!x.w.up) return;
       for (const app of x.w.apps) stateSet(emit, [x.hypha, x.w.worker, x.w.rayCluster ?? '', app.app], APP_STATUSES, app.status);
@@ -869,7 +804,7 @@ export const FAMILIES = [
     name: 'hypha_serve_worker_app_service_registered', type: 'gauge', labels: WORKER_APP, stability: 'experimental', scope: 'worker',
     help: 'The BioEngine worker\'s own belief whether the app\'s service is registered; absent when the worker does not say '
       + '(BioEngine 0.16.1 and older do not).',
-    doc: 'the worker\'s own belief (absent when it does not say: BioEngine 0.16.1 and older do not report it, newer workers do)',
+    doc: 'Newer workers report it.',
     sample: (x, emit) => {
       if (!x.w.up) return;
       for (const app of x.w.apps) {

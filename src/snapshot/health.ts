@@ -1,22 +1,13 @@
 // Health of one upstream source: the part of the snapshot every source writes.
 
-/** Why a sample failed. Closed set: it is a label value. Sources derive it from their SourceError's class (src/sources/sample-reason.ts). */
-export type SampleErrorReason =
-  | 'timeout'
-  | 'connect'
-  | 'http_status'
-  | 'too_large'
-  | 'bad_json'
-  | 'schema'
-  | 'auth'
-  // Hypha refused a token it had accepted before, with a signature error: the server restarted with another JWT secret.
-  | 'auth_secret_changed'
-  | 'rpc'
-  | 'other';
-
-export const SAMPLE_ERROR_REASONS: readonly SampleErrorReason[] = [
+// Why a sample failed. Closed set: it is a label value. Sources derive it from their SourceError's class (src/sources/sample-reason.ts).
+// 'auth_secret_changed': Hypha refused a token it had accepted before, with a signature error: the server restarted
+// with another JWT secret.
+export const SAMPLE_ERROR_REASONS = [
   'timeout', 'connect', 'http_status', 'too_large', 'bad_json', 'schema', 'auth', 'auth_secret_changed', 'rpc', 'other',
-];
+] as const;
+
+export type SampleErrorReason = typeof SAMPLE_ERROR_REASONS[number];
 
 /**
  * What a failure reason means for the operator when the error text alone does not say it

@@ -12,9 +12,9 @@ import { firingAlertNames, guarded, queryVector, Teardown } from './engine-api';
 import { PrometheusServer, Sample, startPrometheus } from './prometheus';
 import { startThanosRuler, ThanosRuler } from './thanos';
 import { startVictoriaMetrics, VictoriaMetrics, VM_EVAL_DELAY_MS } from './victoriametrics';
-import { repoRoot } from './proc';
 import { overriddenRuleFiles } from './rules-override';
 import { startWebhookReceiver } from './webhook-receiver';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 export const EXPORTER_JOB = 'hypha-serve-exporter';
 

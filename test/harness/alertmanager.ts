@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { freePorts } from './ports';
-import { Proc, repoRoot, startProc, waitFor } from './proc';
+import { Proc, startProc, waitFor } from './proc';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 export const EXAMPLE_WEBHOOK_BASE = 'http://127.0.0.1:5001';
 

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports';
-import { Proc, repoRoot, startProc, waitFor } from './proc';
+import { Proc, startProc, waitFor } from './proc';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 export const EXPORTER_BIN = path.join(repoRoot(), 'dist', 'src', 'main.js');
 

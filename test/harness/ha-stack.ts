@@ -12,7 +12,8 @@ import { parse, stringify } from 'yaml';
 import { AlertmanagerOptions, alertmanagerBinary, alertmanagerConfig } from './alertmanager';
 import { freePorts } from './ports';
 import { PrometheusServer, startPrometheus } from './prometheus';
-import { Proc, repoRoot, startProc, waitFor } from './proc';
+import { Proc, startProc, waitFor } from './proc';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 export const HA_EXAMPLES = path.join(repoRoot(), 'examples', 'ha');
 

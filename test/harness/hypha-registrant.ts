@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { hyphaWebsocketClient } from 'hypha-rpc';
 import WebSocket from 'ws';
-import { Proc, repoRoot, startProc, waitFor } from './proc';
+import { Proc, startProc, waitFor } from './proc';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 /**
  * A test client that registers services in Hypha the way a BioEngine

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports';
-import { Proc, repoRoot, startProc, waitFor } from './proc';
+import { Proc, startProc, waitFor } from './proc';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 /**
  * A real Hypha server (hypha==0.21.137 from .venv/hypha) on a loopback port,

@@ -1,6 +1,7 @@
 import { spawn, ChildProcess, SpawnOptions } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 /**
  * A child process started in its own process group, with output teed to a log
@@ -122,10 +123,4 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
-}
-
-export function repoRoot(): string {
-  let d = __dirname;
-  while (!fs.existsSync(path.join(d, 'package.json'))) d = path.dirname(d);
-  return d;
 }

@@ -13,7 +13,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
 import { freePorts } from './ports';
-import { Proc, repoRoot, startProc, waitFor } from './proc';
+import { Proc, startProc, waitFor } from './proc';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 const execFileP = promisify(execFile);
 

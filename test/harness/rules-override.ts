@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { loadMixinConfig, renderPack, scaleDurations } from '../../scripts/gen-rules';
 import { parseDuration } from '../../src/util/duration';
-import { repoRoot } from './proc';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 interface Rule { alert?: string; record?: string; expr: string; for?: string; [k: string]: unknown }
 interface RuleFile { groups: Array<{ name: string; interval?: string; rules: Rule[] }> }

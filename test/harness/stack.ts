@@ -12,11 +12,12 @@ import type { Alertmanager } from './alertmanager';
 import { spawnExporter } from './exporter-process';
 import { HyphaHandle, startHypha } from './hypha';
 import type { PrometheusServer } from './prometheus';
-import { artifactsDir, Proc, repoRoot, startTogether } from './proc';
+import { artifactsDir, Proc, startTogether } from './proc';
 import { RayCluster, startRay } from './ray';
 import { isSeq, parseDocument } from 'yaml';
 import { MIN_UNCERTAIN_WAIT } from '../../src/config/hypha-schema';
 import { durationMs } from '../../src/config/validators';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 export interface StackOptions {
   /** Divide every alert's `for:` by this (1 = shipped rules). */

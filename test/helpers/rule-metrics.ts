@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { parseExposition } from './exposition';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 export const RULES_DIR = 'rules';
 
@@ -17,12 +18,6 @@ export interface RuleDef {
   for?: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
-}
-
-function repoRoot(): string {
-  let d = __dirname;
-  while (!fs.existsSync(path.join(d, 'package.json'))) d = path.dirname(d);
-  return d;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -10,9 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { freePorts } from '../harness/ports';
-import { Proc, repoRoot, startProc, waitFor } from '../harness/proc';
+import { Proc, startProc, waitFor } from '../harness/proc';
 import { alertmanagerVersions, AlertmanagerVersion, assertEngine } from '../harness/engines';
 import { AlertmanagerConfigObject, renderAlertmanagerConfig } from '../helpers/alertmanagerconfig';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(120_000);
 

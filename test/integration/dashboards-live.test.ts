@@ -23,10 +23,11 @@ import { startWorkerStandIn, WorkerAppReport, WorkerStandIn } from '../harness/h
 import { compareWithDocs, documentedFamilies } from '../helpers/documented-families';
 import { parseFamilies } from '../helpers/exposition';
 import { spawnExporter } from '../harness/exporter-process';
-import { artifactsDir, Proc, repoRoot, waitFor, startTogether } from '../harness/proc';
+import { artifactsDir, Proc, waitFor, startTogether } from '../harness/proc';
 import { PrometheusQueryError, PrometheusServer, startPrometheus } from '../harness/prometheus';
 import { RayCluster, rayAppConfig, ServeAppConfig, ServeDeployConfig, startRay } from '../harness/ray';
 import { exporterConfig as stackExporterConfig } from '../harness/stack';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(900_000);
 

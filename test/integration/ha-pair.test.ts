@@ -17,7 +17,7 @@ import { ExporterProcess, spawnExporter } from '../harness/exporter-process';
 import { exporterConfig } from '../harness/stack';
 import { overriddenRuleFiles } from '../harness/rules-override';
 import { startWebhookReceiver } from '../harness/webhook-receiver';
-import { artifactsDir, repoRoot, waitFor, startTogether } from '../harness/proc';
+import { artifactsDir, waitFor, startTogether } from '../harness/proc';
 import { PrometheusServer } from '../harness/prometheus';
 import {
   AlertmanagerPeer, firstNotifier, HA_EXAMPLES, startAlertmanagerCluster, startPrometheusFromExample,
@@ -25,6 +25,7 @@ import {
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { sleep } from '../helpers/e2e';
 import { alertmanager035, DEBIAN_ALERTMANAGER, requireEngine } from '../harness/engines';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(1_200_000);
 

@@ -12,8 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { KubeApiserver, KubeTools, run, startKubeApiserver } from '../harness/kube-apiserver';
-import { repoRoot, waitFor } from '../harness/proc';
+import { waitFor } from '../harness/proc';
 import { tmpDir } from '../helpers/tmp';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(1_800_000);
 const root = repoRoot();

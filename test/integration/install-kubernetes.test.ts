@@ -11,8 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
-import { repoRoot } from '../harness/proc';
 import { tmpDir } from '../helpers/tmp';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(1_800_000);
 const execFileP = promisify(execFile);

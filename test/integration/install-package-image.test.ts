@@ -18,12 +18,13 @@ import { promisify } from 'node:util';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
 import { freePorts } from '../harness/ports';
-import { Proc, repoRoot, startProc, waitFor } from '../harness/proc';
+import { Proc, startProc, waitFor } from '../harness/proc';
 import { PrometheusServer, startPrometheus } from '../harness/prometheus';
 import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 import { overriddenRuleFiles } from '../harness/rules-override';
 import { samplesOf, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(1_800_000);
 const execFileP = promisify(execFile);

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseFlags } from '../../src/cli/flags';
-import { repoRoot } from '../harness/proc';
 import { tmpDir } from '../helpers/tmp';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(600_000);
 const execFileP = promisify(execFile);

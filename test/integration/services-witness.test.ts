@@ -16,7 +16,8 @@ import { tmpDir } from '../helpers/tmp';
 import { HyphaHandle, startHypha } from '../harness/hypha';
 import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
 import { freePort } from '../harness/ports';
-import { artifactsDir, Proc, repoRoot, startProc, waitFor } from '../harness/proc';
+import { artifactsDir, Proc, startProc, waitFor } from '../harness/proc';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(300_000);
 

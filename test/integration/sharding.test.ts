@@ -13,7 +13,7 @@ import { startRay, RayCluster } from '../harness/ray';
 import { Alertmanager, startAlertmanager } from '../harness/alertmanager';
 import { overriddenRuleFiles } from '../harness/rules-override';
 import { startWebhookReceiver } from '../harness/webhook-receiver';
-import { artifactsDir, repoRoot, waitFor, startTogether } from '../harness/proc';
+import { artifactsDir, waitFor, startTogether } from '../harness/proc';
 import { PrometheusServer } from '../harness/prometheus';
 import { freePort } from '../harness/ports';
 import { ExporterProcess, spawnExporter } from '../harness/exporter-process';
@@ -21,6 +21,7 @@ import { HA_EXAMPLES, startPrometheusFromExample } from '../harness/ha-stack';
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { sleep } from '../helpers/e2e';
 import { loadConfig } from '../../src/config/load';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(900_000);
 

@@ -8,13 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import type { Dashboard, Panel } from '@grafana/grafana-foundation-sdk/dashboard';
-import { JSON_DIR, renderDashboards, repoRoot } from '../../dashboards/build';
+import { JSON_DIR, renderDashboards } from '../../dashboards/build';
 import { EMPTY_WHEN_HEALTHY, FAULT_SCENARIOS } from '../../dashboards/empty-when-healthy';
 import { DATASOURCE_UID, RAY_DASHBOARD_VARIABLES, RAY_SERVE_DASHBOARD_UID, RAY_SERVE_DEPLOYMENT_DASHBOARD_UID, RAY_SERVE_SERIES, RUNBOOK_BASE } from '../../dashboards/lib/conventions';
 import { allPanels, dashboardQueries, substitute, variables } from '../../dashboards/lib/inventory';
 import { LintContext, lintDashboard, markdownAnchors } from '../../dashboards/lib/lint';
 import { loadRules } from '../helpers/rule-metrics';
 import { FAMILIES } from '../../src/metrics/families';
+import { repoRoot } from '../../scripts/lib/repo-root';
 
 jest.setTimeout(60_000);
 

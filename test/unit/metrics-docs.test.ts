@@ -2,7 +2,7 @@
 // this fails when it drifts from it. README.md links it (test/unit/readme-names.test.ts).
 import fs from 'node:fs';
 import path from 'node:path';
-import { familyDocs, metricsMarkdown } from '../../src/metrics/docs';
+import { familyDocs, familyMeaning, metricsMarkdown } from '../../src/metrics/docs';
 import { FAMILIES } from '../../src/metrics/families';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -21,4 +21,15 @@ describe('generated metrics docs', () => {
     expect(docs.find((d) => d.name === 'hypha_serve_deployment_status')?.series).toBe(6);
     expect(docs.find((d) => d.name === 'hypha_serve_app_registration_state')?.series).toBe(8);
   });
+
+  it('each family has one text: its plain HELP sentence, which the docs continue in whole sentences', () => {
+    const docs = familyDocs();
+    for (const f of FAMILIES) {
+      expect(`${f.name}: ${f.help}`).toMatch(/^[a-z_]+: [^`\n]+\.$/);
+      if (f.doc !== undefined) expect(`${f.name}: ${f.doc}`).toMatch(/^[a-z_]+: [^\n]+\.$/);
+      expect(docs.find((d) => d.name === f.name)?.meaning).toBe(familyMeaning(f));
+      expect(familyMeaning(f).startsWith(f.help)).toBe(true);
+    }
+  });
+
 });

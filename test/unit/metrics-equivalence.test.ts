@@ -16,7 +16,7 @@ import { SnapshotStore } from '../../src/snapshot/store';
 import { newSourceHealth, RayClusterSample, Snapshot } from '../../src/snapshot/types';
 import { parseServeInstance } from '../../src/sources/ray-serve/parse';
 import { hyphaParts, putSnapshot } from '../helpers/hypha-snapshot';
-import { parseExposition } from './metrics-parse';
+import { parseExposition } from '../helpers/exposition';
 import { scrapeText } from '../helpers/exporter';
 
 // ---------------------------------------------------------------- the oracle: the table, written by prom-client

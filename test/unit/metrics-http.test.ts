@@ -7,7 +7,7 @@ import { negotiateEncoding, negotiateFormat } from '../../src/metrics/negotiate'
 import { servePayload } from '../../bench/serve-payload';
 import { exporterWithConfig } from '../helpers/exporter';
 import { json, startUpstream } from '../helpers/http-upstream';
-import { parseExposition, seriesSet } from './metrics-parse';
+import { parseExposition, seriesSet } from '../helpers/exposition';
 
 function get(url: string, headers: Record<string, string>, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {

@@ -11,7 +11,7 @@ import { SnapshotStore } from '../../src/snapshot/store';
 import { newSourceHealth, RayClusterSample, ServeApp, Snapshot } from '../../src/snapshot/types';
 import { hyphaParts, putSnapshot } from '../helpers/hypha-snapshot';
 import { tmpDir } from '../helpers/tmp';
-import { parseExposition, seriesSet } from './metrics-parse';
+import { parseExposition, seriesSet } from '../helpers/exposition';
 import { scrapeText } from '../helpers/exporter';
 
 const HOSTILE = [

@@ -1,12 +1,13 @@
 // Soak run (not in CI): the real stack for SOAK_MINUTES (default 30) under periodic faults,
 // reporting exporter memory growth, errors in its log, and transitions it missed.
-//   npm run build && node dist/scripts/soak.js
+//   npm run bench:soak
 import fs from 'node:fs';
 import path from 'node:path';
 import { startStack, Stack } from '../test/harness/stack';
 import { rayAppConfig } from '../test/harness/ray';
 import { waitFor } from '../test/harness/proc';
-import { writeSection } from '../bench/stats';
+import { repoRoot } from '../scripts/lib/repo-root';
+import { writeSection } from './stats';
 
 const minutes = Number(process.env.SOAK_MINUTES ?? 30);
 const t0 = Date.now();
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
     }
     const missed = results.filter((r) => !r.ok);
     const text = [
-      `Command: \`npm run build && SOAK_MINUTES=${minutes} node dist/scripts/soak.js\` (real Hypha + moto S3, real Ray Serve 2.60, the exporter CLI, Prometheus and Alertmanager; a fault every ~1-2 min in rotation: ${faults.map((f) => f.name).join('; ')}).`,
+      `Command: \`npm run build && SOAK_MINUTES=${minutes} node dist/bench/soak.js\` (real Hypha + moto S3, real Ray Serve 2.60, the exporter CLI, Prometheus and Alertmanager; a fault every ~1-2 min in rotation: ${faults.map((f) => f.name).join('; ')}).`,
       '',
       '| duration | faults injected | transitions missed | exporter alive at end | error log lines | unhandled-rejection/TypeError lines | RSS first → last | heap first → last | heap slope, fitted: whole run / second half |',
       '|---|---|---|---|---|---|---|---|---|',
@@ -132,10 +133,10 @@ async function main(): Promise<void> {
       'Fault → expected transition observed (seconds): ' + results.map((r) => `${r.fault}: ${r.ok ? r.seconds.toFixed(0) : 'missed'}`).join('; ') + '.',
     ].join('\n');
     process.stdout.write(`\n${text}\n`);
-    fs.writeFileSync(path.join(path.resolve(__dirname, '..', '..'), 'test-artifacts', 'soak-exporter.log'), exporterLog);
-    fs.writeFileSync(path.join(path.resolve(__dirname, '..', '..'), 'test-artifacts', 'soak-memory.csv'),
+    fs.writeFileSync(path.join(repoRoot(), 'test-artifacts', 'soak-exporter.log'), exporterLog);
+    fs.writeFileSync(path.join(repoRoot(), 'test-artifacts', 'soak-memory.csv'),
       ['minute,rss_bytes,heap_used_bytes', ...mem.map((m) => `${m.t.toFixed(2)},${m.rss},${m.heap}`)].join('\n') + '\n');
-    writeSection(path.resolve(__dirname, '..', '..', 'BENCHMARKS.md'), 'soak', `## Soak run under periodic faults\n\n${text}`);
+    writeSection(path.join(repoRoot(), 'BENCHMARKS.md'), 'soak', `## Soak run under periodic faults\n\n${text}`);
   } finally {
     await stack.stop();
   }

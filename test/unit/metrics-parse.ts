@@ -1,1 +1,0 @@
-export { parseExposition, seriesSet, type ParsedSample } from '../helpers/exposition';
