@@ -24,7 +24,7 @@ import { DataqueryBuilder, PromQueryFormat } from '@grafana/grafana-foundation-s
 import { PanelBuilder as StatPanelBuilder } from '@grafana/grafana-foundation-sdk/stat';
 import { PanelBuilder as StateTimelinePanelBuilder } from '@grafana/grafana-foundation-sdk/statetimeline';
 import { PanelBuilder as TimeseriesPanelBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
-import { type AlertName, DASHBOARD_TAG, DS, runbookUrl } from './conventions';
+import { type AlertName, DASHBOARD_TAG, DS, RUNBOOK_INDEX_URL, runbookUrl } from './conventions';
 
 /** A range query for graphs and timelines. */
 export function rangeQuery(refId: string, expr: string, legend = ''): DataqueryBuilder {
@@ -48,7 +48,7 @@ export function heatmapQuery(refId: string, expr: string): DataqueryBuilder {
   return new DataqueryBuilder().datasource(DS).refId(refId).expr(expr).range().format(PromQueryFormat.Heatmap).legendFormat('{{le}}');
 }
 
-/** Panel links to the runbook sections of the alerts a panel helps to diagnose. */
+/** Panel links to the runbook pages of the alerts a panel helps to diagnose. */
 export function runbookLinks(...alerts: AlertName[]): DashboardLinkBuilder[] {
   return alerts.map((a) => new DashboardLinkBuilder(`Runbook: ${a}`).type(DashboardLinkType.Link).url(runbookUrl(a)).targetBlank(true));
 }
@@ -67,7 +67,7 @@ export function runbookIndexLink(): DashboardLinkBuilder {
   return new DashboardLinkBuilder('Runbooks')
     .type(DashboardLinkType.Link)
     .icon('doc')
-    .url(runbookUrl('HyphaServeAppRunningNotRegistered').replace(/#.*$/, ''))
+    .url(RUNBOOK_INDEX_URL)
     .targetBlank(true);
 }
 

@@ -56,7 +56,7 @@ const RESERVED_LABELS = new Set(['job', 'instance', 'ray_cluster', 'app', 'hypha
 const configSchema = z.strictObject({
   topology_labels: z.array(z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name')).refine((l) => !l.some((n) => RESERVED_LABELS.has(n)), 'must not name a label the pack uses itself (job, instance, ray_cluster, app, hypha, service, ...)'),
   exporter_selector: z.string().min(1),
-  runbook_url_template: z.string().refine((s) => s.includes('%s'), 'must contain %s (the lower-cased alert name)'),
+  runbook_url_template: z.string().refine((s) => s.includes('%s'), 'must contain %s (the alert name)'),
   bridge: duration,
   thresholds: z.strictObject({
     call_latency_p90_seconds: z.number().positive(),
