@@ -1,5 +1,6 @@
 /**
- * The command steps of docs/runbooks.md and which test runs each one.
+ * The command steps of the runbooks (docs/runbooks/*.md: one page per alert, named after it, and the
+ * shared pages) and which test runs each one.
  *
  * A step is a fenced block whose info string names it: ```sh step=<id>``` (also promql, python, js),
  * optionally `not-executable="<reason>"`. A test runs a step with `runStep('<id>', ...)`
@@ -11,12 +12,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-export const RUNBOOKS_FILE = path.join('docs', 'runbooks.md');
+export const RUNBOOKS_DIR = path.join('docs', 'runbooks');
+
+export interface RunbookPage {
+  /** Path from the repository root, e.g. docs/runbooks/HyphaServeSourceDown.md. */
+  file: string;
+  /** The alert the page is for (its file name), or `shared` for README.md and the other shared pages. */
+  alert: string;
+  markdown: string;
+}
 
 export interface RunbookStep {
   id: string;
-  /** The `## ` section: the alert name, or `shared` for the sections before the first alert. */
+  /** The page's alert, or `shared`. */
   alert: string;
+  file: string;
   lang: string;
   /** The block's text, de-indented by the fence's indentation. */
   body: string;
@@ -34,31 +44,47 @@ export interface RunbookQuote {
 
 const FENCE = /^(\s*)```(\w+)\s+step=([a-z0-9-]+)(?:\s+not-executable="([^"]+)")?\s*$/;
 const CLOSE = /^\s*```\s*$/;
-const ALERT_HEADING = /^## (Hypha\w+)\s*$/;
+const ALERT_FILE = /^(Hypha\w+)\.md$/;
 // A quote is an inline code span directly followed by its marker: `text`<!--quote:ray--> or, for text
 // with backticks in it, ``text``<!--quote:hypha-->.
 const QUOTE = /``\s?((?:[^`]|`(?!`))+?)\s?``<!--quote:([a-z-]+)-->|`([^`]+)`<!--quote:([a-z-]+)-->/g;
 
-export function parseSteps(markdown: string): RunbookStep[] {
-  const lines = markdown.split('\n');
+/** Every page of docs/runbooks, sorted by file name (alert pages first: they start with an upper-case H). */
+export function runbookPages(root: string): RunbookPage[] {
+  const dir = path.join(root, RUNBOOKS_DIR);
+  return fs.readdirSync(dir).filter((f) => f.endsWith('.md')).sort().map((f) => ({
+    file: path.join(RUNBOOKS_DIR, f),
+    alert: ALERT_FILE.exec(f)?.[1] ?? 'shared',
+    markdown: fs.readFileSync(path.join(dir, f), 'utf8'),
+  }));
+}
+
+/** The steps of one page, in order. */
+export function parseSteps(page: RunbookPage): RunbookStep[] {
+  const lines = page.markdown.split('\n');
   const steps: RunbookStep[] = [];
-  let alert = 'shared';
   for (let i = 0; i < lines.length; i++) {
-    if (lines[i].startsWith('## ')) alert = ALERT_HEADING.exec(lines[i])?.[1] ?? 'shared';
     const m = FENCE.exec(lines[i]);
     if (!m) continue;
     const indent = m[1].length;
     const body: string[] = [];
     let j = i + 1;
     for (; j < lines.length && !CLOSE.test(lines[j]); j++) body.push(lines[j].slice(Math.min(indent, lines[j].length - lines[j].trimStart().length)));
-    if (j >= lines.length) throw new Error(`${RUNBOOKS_FILE}:${i + 1}: step ${m[3]} has no closing fence`);
-    steps.push({ id: m[3], alert, lang: m[2], body: body.join('\n'), line: i + 1, ...(m[4] ? { notExecutable: m[4] } : {}) });
+    if (j >= lines.length) throw new Error(`${page.file}:${i + 1}: step ${m[3]} has no closing fence`);
+    steps.push({ id: m[3], alert: page.alert, file: page.file, lang: m[2], body: body.join('\n'), line: i + 1, ...(m[4] ? { notExecutable: m[4] } : {}) });
     i = j;
   }
-  const seen = new Set<string>();
+  return steps;
+}
+
+/** The steps of every page; a step id is unique across all of them. */
+export function allSteps(root: string): RunbookStep[] {
+  const steps = runbookPages(root).flatMap(parseSteps);
+  const seen = new Map<string, RunbookStep>();
   for (const s of steps) {
-    if (seen.has(s.id)) throw new Error(`${RUNBOOKS_FILE}:${s.line}: step id ${s.id} is used twice`);
-    seen.add(s.id);
+    const first = seen.get(s.id);
+    if (first) throw new Error(`${s.file}:${s.line}: step id ${s.id} is used already (${first.file}:${first.line})`);
+    seen.set(s.id, s);
   }
   return steps;
 }
@@ -95,7 +121,7 @@ export interface StepReport {
 }
 
 export function stepReport(root: string): StepReport {
-  const steps = parseSteps(fs.readFileSync(path.join(root, RUNBOOKS_FILE), 'utf8'));
+  const steps = allSteps(root);
   const refs = stepReferences(root);
   const lines: string[] = [];
   const unaccounted: string[] = [];
@@ -118,7 +144,7 @@ export function stepReport(root: string): StepReport {
 
 if (require.main === module) {
   const root = path.resolve(__dirname, '..', '..');
-  const r = stepReport(fs.existsSync(path.join(root, RUNBOOKS_FILE)) ? root : process.cwd());
+  const r = stepReport(fs.existsSync(path.join(root, RUNBOOKS_DIR)) ? root : process.cwd());
   process.stdout.write(`${r.lines.join('\n')}\n`);
   process.exit(r.unaccounted.length > 0 ? 1 : 0);
 }

@@ -9,12 +9,12 @@ export const DATASOURCE_NAME = 'Prometheus (hypha-serve)';
 /** Panels and queries point at the `datasource` variable, so any Prometheus can be picked. */
 export const DS: DataSourceRef = { type: 'prometheus', uid: '${datasource}' };
 
-/** Same base as the alerts' runbook_url, so a page and a panel open the same section. */
-export const RUNBOOK_BASE = 'https://github.com/aicell-lab/hypha-serve-exporter/blob/main/docs/runbooks.md';
+/** Same base as the alerts' runbook_url (the directory of docs/runbooks), so a page and a panel open the same runbook. */
+export const RUNBOOK_BASE = 'https://github.com/aicell-lab/hypha-serve-exporter/blob/main/docs/runbooks';
 
 export const DASHBOARD_TAG = 'hypha-serve';
 
-/** Alerts in rules/alerts.yml; each has a section in docs/runbooks.md. */
+/** Alerts in rules/alerts.yml; each has its page docs/runbooks/<AlertName>.md. */
 export type AlertName =
   | 'HyphaServeAppRunningNotRegistered'
   | 'HyphaServeWorkerAppRunningNotRegistered'
@@ -36,10 +36,13 @@ export type AlertName =
   | 'HyphaServeExporterConfigReloadFailed'
   | 'HyphaServeExporterWebConfigReloadFailed';
 
-/** GitHub's heading anchor for an alert's runbook section (the headings are the bare alert names). */
+/** An alert's runbook page. */
 export function runbookUrl(alert: AlertName): string {
-  return `${RUNBOOK_BASE}#${alert.toLowerCase()}`;
+  return `${RUNBOOK_BASE}/${alert}.md`;
 }
+
+/** The runbooks' index: the shared preamble and a link to every alert's page. */
+export const RUNBOOK_INDEX_URL = `${RUNBOOK_BASE}/README.md`;
 
 /** Template variables a query may filter on, besides cluster, job and instance. */
 export type FilterVar = 'ray_cluster' | 'app' | 'workspace' | 'service' | 'holder';

@@ -8,8 +8,8 @@ import { allPanels, dashboardQueries, rowPanels, variableQueryAsPromql, variable
 import { analysePromql } from './promql';
 
 export interface LintContext {
-  /** Anchors of the headings of docs/runbooks.md. */
-  runbookAnchors: ReadonlySet<string>;
+  /** File names of the pages in docs/runbooks (e.g. HyphaServeSourceDown.md, README.md). */
+  runbookPages: ReadonlySet<string>;
   /** Exporter metric names as they appear in /metrics (histograms as _bucket/_count/_sum). */
   exporterMetrics: ReadonlySet<string>;
   /** Series recorded by rules/*.yml. */
@@ -193,9 +193,9 @@ function lintDashboardUrl(url: string, w: string, keepTime: boolean): string[] {
 
 function lintRunbookUrl(url: string, ctx: LintContext, w: string): string[] {
   if (!url.startsWith(RUNBOOK_BASE)) return [];
-  const anchor = url.slice(RUNBOOK_BASE.length);
-  if (!anchor.startsWith('#')) return anchor === '' ? [] : [`${w}: runbook link ${url} is not docs/runbooks.md`];
-  return ctx.runbookAnchors.has(anchor.slice(1)) ? [] : [`${w}: runbook anchor ${anchor} is not a heading of docs/runbooks.md`];
+  const page = /^\/([^/#]+\.md)$/.exec(url.slice(RUNBOOK_BASE.length))?.[1];
+  if (page === undefined) return [`${w}: runbook link ${url} is not a page of docs/runbooks`];
+  return ctx.runbookPages.has(page) ? [] : [`${w}: runbook page ${page} is not in docs/runbooks`];
 }
 
 function overlaps(a: Panel, b: Panel): boolean {

@@ -31,6 +31,7 @@ import {
   RAY_DASHBOARD_VARIABLES,
   RAY_SERVE_DASHBOARD_UID,
   RAY_SERVE_DEPLOYMENT_DASHBOARD_UID,
+  RUNBOOK_INDEX_URL,
   runbookUrl,
 } from './conventions';
 
@@ -56,7 +57,7 @@ export function heatmapQuery(refId: string, expr: string): DataqueryBuilder {
   return new DataqueryBuilder().datasource(DS).refId(refId).expr(expr).range().format(PromQueryFormat.Heatmap).legendFormat('{{le}}');
 }
 
-/** Panel links to the runbook sections of the alerts a panel helps to diagnose. */
+/** Panel links to the runbook pages of the alerts a panel helps to diagnose. */
 export function runbookLinks(...alerts: AlertName[]): DashboardLinkBuilder[] {
   return alerts.map((a) => new DashboardLinkBuilder(`Runbook: ${a}`).type(DashboardLinkType.Link).url(runbookUrl(a)).targetBlank(true));
 }
@@ -114,7 +115,7 @@ export function runbookIndexLink(): DashboardLinkBuilder {
   return new DashboardLinkBuilder('Runbooks')
     .type(DashboardLinkType.Link)
     .icon('doc')
-    .url(runbookUrl('HyphaServeAppRunningNotRegistered').replace(/#.*$/, ''))
+    .url(RUNBOOK_INDEX_URL)
     .targetBlank(true);
 }
 

@@ -60,7 +60,7 @@ const RESERVED_LABELS = new Set(['job', 'instance', 'ray_cluster', 'app', 'hypha
 const configSchema = z.strictObject({
   topology_labels: z.array(labelName).refine((l) => !l.some((n) => RESERVED_LABELS.has(n)), 'must not name a label the pack uses itself (job, instance, ray_cluster, app, hypha, service, ...)'),
   exporter_selector: z.string().min(1),
-  runbook_url_template: z.string().refine((s) => s.includes('%s'), 'must contain %s (the lower-cased alert name)'),
+  runbook_url_template: z.string().refine((s) => s.includes('%s'), 'must contain %s (the alert name)'),
   /** Added to every alert; an alert's own labels (severity, its identity) win. */
   rule_labels: z.record(labelName, z.string()).default({}),
   /** Added to every alert; an alert's own annotations win. */

@@ -59,7 +59,7 @@ export function alert(
     for: s.for,
     ...(s.keep_firing_for ? { keep_firing_for: s.keep_firing_for } : {}),
     labels: compactEach({ ...c.rule_labels, severity: s.severity, ...(rest.labels ?? {}) }),
-    annotations: compactEach({ ...c.rule_annotations, ...rest.annotations, runbook_url: c.runbook_url_template.replace('%s', name.toLowerCase()) }),
+    annotations: compactEach({ ...c.rule_annotations, ...rest.annotations, runbook_url: c.runbook_url_template.replace('%s', name) }),
     comment: rest.comment,
   };
 }

@@ -1,21 +1,21 @@
 /**
- * Runs a step of docs/runbooks.md as written: the block is taken from the markdown by its id
- * (scripts/runbook-steps.ts), only its `<placeholders>` are filled in, and it runs the way a reader
- * runs it: `sh` with bash in an environment holding the "Before you start" variables, `promql` one
+ * Runs a step of the runbooks (docs/runbooks/*.md) as written: the block is taken from its page by its
+ * id (scripts/runbook-steps.ts), only its `<placeholders>` are filled in, and it runs the way a reader
+ * runs it: `sh` with bash in an environment holding the variables of docs/runbooks/README.md, `promql` one
  * query per line against Prometheus, `python` with the hypha venv's interpreter (hypha-rpc 0.21.47),
  * `js` written to the file its first comment names (a script the following steps run).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseSteps, RUNBOOKS_FILE, RunbookStep } from '../../scripts/runbook-steps';
+import { allSteps, RUNBOOKS_DIR, RunbookStep } from '../../scripts/runbook-steps';
 import { EXPORTER_BIN } from '../harness/exporter-process';
 import { repoRoot } from '../../scripts/lib/repo-root';
 
 export interface StepEnv {
   /** Directory the step runs in (files a step writes land here). */
   cwd: string;
-  /** The shell variables of "Before you start" (RAY, HYPHA, WS, EXPORTER, CONFIG, STATE, ...). */
+  /** The shell variables of docs/runbooks/README.md (RAY, HYPHA, WS, EXPORTER, CONFIG, STATE, ...). */
   vars: Record<string, string>;
   /** Base URL of the Prometheus that the promql steps query. */
   prometheusUrl: string;
@@ -38,14 +38,14 @@ export interface StepResult {
 
 let cached: RunbookStep[] | undefined;
 function steps(): RunbookStep[] {
-  cached ??= parseSteps(fs.readFileSync(path.join(repoRoot(), RUNBOOKS_FILE), 'utf8'));
+  cached ??= allSteps(repoRoot());
   return cached;
 }
 
 /** The block of step `id`, with `<name>` replaced by placeholders[name]; an unfilled placeholder throws. */
 function stepText(id: string, placeholders: Record<string, string>): RunbookStep & { text: string } {
   const s = steps().find((x) => x.id === id);
-  if (!s) throw new Error(`no step ${id} in ${RUNBOOKS_FILE}`);
+  if (!s) throw new Error(`no step ${id} in ${RUNBOOKS_DIR}`);
   if (s.notExecutable) throw new Error(`step ${id} is marked not-executable: ${s.notExecutable}`);
   let text = s.body;
   for (const [k, v] of Object.entries(placeholders)) text = text.split(`<${k}>`).join(v);

@@ -1,7 +1,7 @@
 // The BioEngine stand-in (test/ray-apps/bioengine_like.py) against real Ray Serve and a real
 // Hypha server, observed only through Hypha (listServices, workspace events), Serve's REST API
 // and the proxy replicas' own logs: it must do what aicell-lab/bioengine 0.16.1's ProxyDeployment
-// does in every point the exporter relies on (docs/runbooks.md cites the upstream lines), and, as
+// does in every point the exporter relies on (docs/runbooks/bioengine.md cites the upstream lines), and, as
 // behaviour `fixed`, what the fixed proxy of 0.16.15 (commit 1a18956) does (bioengine_like.py
 // cites its lines).
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// The runbooks of the Ray Serve / BioEngine alerts, run as written (docs/runbooks.md, steps by id) against
+// The runbooks of the Ray Serve / BioEngine alerts, run as written (docs/runbooks/*.md, steps by id) against
 // one real stack: Hypha, Ray Serve with a BioEngine-shaped app (the 0.16.1 proxy stand-in), the BioEngine
 // worker stand-in, the exporter, Prometheus with the rules (for: ÷ 10). Each phase puts the stack into an
 // alert's state, runs the runbook's diagnosis steps and checks they print what the runbook says, applies
@@ -93,7 +93,7 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
     const series = await runStep('hyphaserveappwillderegisteratzero-promql', env, base());
     expect(series.queries.map((q) => q.series.length > 0)).toEqual([true, true, true, true]);
     expect((await runStep('hyphaserveappwillderegisteratzero-sh', env, base())).stdout).toMatch(/"Model": 0/);
-    const cfg = await runStep('hyphaserveappwillderegisteratzero-autoscaling', env, base());
+    const cfg = await runStep('redeploy-autoscaling', env, base());
     const parsed = JSON.parse(cfg.stdout) as Record<string, Record<string, number>>;
     expect(Object.keys(parsed)).toEqual(['Model']);
     expect(parsed.Model).toMatchObject({ min_replicas: 0, downscale_delay_s: 15, max_replicas: 1 });

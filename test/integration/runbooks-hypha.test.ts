@@ -1,4 +1,4 @@
-// The runbooks of the exporter, source and Hypha-service alerts, run as written (docs/runbooks.md, steps by
+// The runbooks of the exporter, source and Hypha-service alerts, run as written (docs/runbooks/*.md, steps by
 // id) against one real stack: Hypha with its artifact manager, Ray Serve, the exporter (its Hypha token in a
 // file, as the runbooks assume), Prometheus with the rules (for: ÷ 10). Each phase puts the stack into an
 // alert's state, runs the diagnosis steps and checks what they print, applies the runbook's fix by running
@@ -199,15 +199,15 @@ describe('runbooks of the exporter, source and Hypha-service alerts, run against
     expect(sh.stdout).toMatch(/^hypha_serve_source_up\{[^}]*source="hypha"[^}]*\} 0$/m);
     expect(sh.stdout).toMatch(/^hypha_serve_source_errors_total\{[^}]*reason="auth_secret_changed"[^}]*\} [1-9]/m);
     expect(sh.stdout).toMatch(/^200 /m);
-    const changed = await runStep('hyphaservesourcedown-secret-changed', env);
+    const changed = await runStep('jwt-secret-changed', env);
     expect(changed.stdout).toContain('"last_error_reason": "auth_secret_changed"');
     // The harness runs Hypha with HYPHA_JWT_SECRET set (and changed it for this restart): 1 variable.
-    expect((await runStep('hyphaservesourcedown-secret-env', env, { 'hypha-pid': String(stack.hypha.pid()) })).stdout.trim()).toBe('1');
+    expect((await runStep('jwt-secret-env', env, { 'hypha-pid': String(stack.hypha.pid()) })).stdout.trim()).toBe('1');
     // At Hypha's default log level (the harness runs WARNING) the INFO line is never in the log.
     const log = tmp.write('hypha-server.log', stack.hypha.output());
-    expect((await runStep('hyphaservesourcedown-secret-log', env, { 'hypha server log': log })).stdout.trim()).toBe('0');
+    expect((await runStep('jwt-secret-log', env, { 'hypha server log': log })).stdout.trim()).toBe('0');
 
-    const mint = await runStep('hyphaservesourcedown-mint-token', env, { 'token-file': tokenFile });
+    const mint = await runStep('jwt-mint-token', env, { 'token-file': tokenFile });
     expect(mint.code).toBe(0);
     await waitFor('sources up with the new token', async () => (await value('min(hypha_serve_source_up)')) === '1', 120_000, 500);
     expect(values(await runStep('hyphaservesourcedown-confirm-fix', env))).toEqual([[], ['1']]);

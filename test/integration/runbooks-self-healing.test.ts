@@ -1,4 +1,4 @@
-// The runbook of HyphaServiceCachedProxySelfHealing run as written (docs/runbooks.md, steps by id) against a real
+// The runbook docs/runbooks/HyphaServiceCachedProxySelfHealing.md run as written (steps by id) against a real
 // Hypha 0.21.137 with its artifact manager (moto S3), a BioEngine worker stand-in reporting 0.16.43 and the
 // exporter (in-process, served over HTTP, its state in --storage.path as the runbooks assume). The artifact
 // manager re-registers for real (Hypha restarts without a fixed server id); the steps read the self-healing

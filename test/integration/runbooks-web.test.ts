@@ -1,4 +1,4 @@
-// The runbook of HyphaServeExporterWebConfigReloadFailed, run as written (docs/runbooks.md, steps by id)
+// The runbook docs/runbooks/HyphaServeExporterWebConfigReloadFailed.md, run as written (steps by id)
 // against the real exporter serving TLS (--web.config.file, its certificate in a Kubernetes-style secret
 // volume as cert-manager renews it) and Prometheus scraping it over https with the rules (for: ÷ 10):
 // a renewal caught half-way (the new certificate next to the old key) cannot be applied → the alert

@@ -1,6 +1,6 @@
 // The Grafana dashboards: committed JSON in sync with the TypeScript sources, the conventions of
 // grafana/dashboard-linter (re-implemented in dashboards/lib/lint.ts, with mutations proving each
-// rule can fail), PromQL accepted by the real promtool 2.42, runbook anchors, provisioning files,
+// rule can fail), PromQL accepted by the real promtool 2.42, runbook pages, provisioning files,
 // and the side table of panels that are empty while healthy.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,7 +12,7 @@ import { JSON_DIR, renderDashboards } from '../../dashboards/build';
 import { EMPTY_WHEN_HEALTHY, FAULT_SCENARIOS } from '../../dashboards/empty-when-healthy';
 import { DATASOURCE_UID, RAY_DASHBOARD_VARIABLES, RAY_SERVE_DASHBOARD_UID, RAY_SERVE_DEPLOYMENT_DASHBOARD_UID, RAY_SERVE_SERIES, RUNBOOK_BASE } from '../../dashboards/lib/conventions';
 import { allPanels, dashboardQueries, substitute, variables } from '../../dashboards/lib/inventory';
-import { LintContext, lintDashboard, markdownAnchors } from '../../dashboards/lib/lint';
+import { LintContext, lintDashboard } from '../../dashboards/lib/lint';
 import { loadRules } from '../helpers/rule-metrics';
 import { FAMILIES } from '../../src/metrics/families';
 import { repoRoot } from '../../scripts/lib/repo-root';
@@ -26,7 +26,7 @@ const CONTRACT_METRICS = FAMILIES.flatMap((f) => (f.type === 'histogram' ? ['_bu
 
 function lintContext(): LintContext {
   return {
-    runbookAnchors: markdownAnchors(fs.readFileSync(path.join(ROOT, 'docs', 'runbooks.md'), 'utf8')),
+    runbookPages: new Set(fs.readdirSync(path.join(ROOT, 'docs', 'runbooks'))),
     exporterMetrics: new Set(CONTRACT_METRICS),
     recordedSeries: new Set(loadRules(ROOT).filter((r) => r.kind === 'record').map((r) => r.name)),
   };
@@ -113,7 +113,8 @@ describe('lint (grafana/dashboard-linter rules and ours)', () => {
     ['instance not multi-select', (d) => { variables(d)[3].multi = false; }, /variable instance: not multi-select/],
     ['a variable refreshed only on load', (d) => { variables(d)[4].refresh = 1; }, /refresh 1, want 2/],
     ['a variable query without the job filter', (d) => { const v = variables(d)[4]; v.query = String(v.query).replace('job=~"$job",', ''); }, /variable ray_cluster: .* does not filter job/],
-    ['a runbook link to a missing section', (d) => { const l = panelByTitle(d, 'Deployments').links; if (l) l[0].url = `${RUNBOOK_BASE}#no-such-alert`; }, /runbook anchor #no-such-alert is not a heading/],
+    ['a runbook link to a missing page', (d) => { const l = panelByTitle(d, 'Deployments').links; if (l) l[0].url = `${RUNBOOK_BASE}/NoSuchAlert.md`; }, /runbook page NoSuchAlert\.md is not in docs\/runbooks/],
+    ['a runbook link to a section of the old single file', (d) => { const l = panelByTitle(d, 'Deployments').links; if (l) l[0].url = `${RUNBOOK_BASE}.md#hyphaserveappunhealthy`; }, /is not a page of docs\/runbooks/],
     ['overlapping panels', (d) => { const ps = allPanels(d); if (ps[1].gridPos && ps[0].gridPos) ps[1].gridPos = { ...ps[0].gridPos }; }, /overlap/],
     ['a graph with its legend hidden', (d) => { (panelByTitle(d, 'Replicas by state').options as { legend: { showLegend: boolean } }).legend.showLegend = false; }, /"Replicas by state": legend hidden/],
     ['an editable dashboard', (d) => { d.editable = true; }, /editable/],
@@ -151,14 +152,14 @@ describe('lint (grafana/dashboard-linter rules and ours)', () => {
   it('every alert of rules/alerts.yml is linked from at least one panel', () => {
     const alerts = loadRules(ROOT).filter((r) => r.kind === 'alert').map((r) => r.name);
     const linked = new Set<string>();
-    for (const r of rendered) for (const p of allPanels(r.json)) for (const l of p.links ?? []) if (l.url?.startsWith(`${RUNBOOK_BASE}#`)) linked.add(l.url.slice(RUNBOOK_BASE.length + 1));
+    for (const r of rendered) for (const p of allPanels(r.json)) for (const l of p.links ?? []) if (l.url?.startsWith(`${RUNBOOK_BASE}/`)) linked.add(l.url.slice(RUNBOOK_BASE.length + 1));
     expect(alerts.length).toBeGreaterThan(0);
-    expect(alerts.filter((a) => !linked.has(a.toLowerCase()))).toEqual([]);
+    expect(alerts.filter((a) => !linked.has(`${a}.md`))).toEqual([]);
   });
 
   it('uses the same runbook base as the alerts', () => {
     const urls = loadRules(ROOT).filter((r) => r.kind === 'alert').map((r) => r.annotations.runbook_url);
-    for (const u of urls) expect(u.startsWith(`${RUNBOOK_BASE}#`)).toBe(true);
+    for (const u of urls) expect(u.startsWith(`${RUNBOOK_BASE}/`)).toBe(true);
   });
 });
 

@@ -98,12 +98,9 @@ function flagProblems(readme: string): string[] {
   ];
 }
 
-/** docs/runbooks.md and docs/runbooks/*.md, whichever exist. */
+/** The runbook pages, docs/runbooks/*.md. */
 function runbookFiles(): string[] {
-  const files = fs.existsSync(path.join(root, 'docs/runbooks.md')) ? ['docs/runbooks.md'] : [];
-  const dir = path.join(root, 'docs/runbooks');
-  if (fs.existsSync(dir)) files.push(...fs.readdirSync(dir).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/runbooks/${f}`));
-  return files;
+  return fs.readdirSync(path.join(root, 'docs/runbooks')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/runbooks/${f}`);
 }
 
 describe('names in README.md and the runbooks are the code\'s', () => {

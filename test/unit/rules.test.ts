@@ -1,7 +1,7 @@
 // The alerting rules pack, checked with the real tools: promtool of every Prometheus version the
 // harness knows (Debian 2.42 always, 3.x when built), amtool 0.25. Syntax, promtool unit tests,
 // the mixin generator (shipped files in sync, a user's config renders and loads), metadata every
-// page needs, runbook anchors, routing, and mutations proving that the negative cases can fail and
+// page needs, runbook pages, routing, and mutations proving that the negative cases can fail and
 // that each issue-12 defect test fails on the defective logic it replaced.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -74,26 +74,6 @@ function alertCases(): AlertCase[] {
     }
   }
   return out;
-}
-
-/** GitHub-style anchors of the Markdown headings in a file (plus explicit id/name anchors). */
-function markdownAnchors(file: string): Set<string> {
-  const anchors = new Set<string>();
-  const seen = new Map<string, number>();
-  let inFence = false;
-  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-    if (line.startsWith('```')) inFence = !inFence;
-    if (inFence) continue;
-    const h = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-    if (h) {
-      const base = h[1].toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').trim().replace(/\s/g, '-');
-      const n = seen.get(base) ?? 0;
-      seen.set(base, n + 1);
-      anchors.add(n === 0 ? base : `${base}-${n}`);
-    }
-    for (const m of line.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) anchors.add(m[1]);
-  }
-  return anchors;
 }
 
 /**
@@ -293,7 +273,7 @@ describe('the mixin generator', () => {
       expect(String(reg.expr)).toContain('[10m]');
       expect(String(reg.expr)).not.toMatch(/[a-z_]+:hypha_serve_[a-z0-9_]+:[a-z0-9_]+/);
       expect(reg.annotations.cause).toContain('[10m]');
-      expect(reg.annotations.runbook_url).toBe('https://wiki.example.org/runbooks/hyphaserveapprunningnotregistered');
+      expect(reg.annotations.runbook_url).toBe('https://wiki.example.org/runbooks/HyphaServeAppRunningNotRegistered');
       expect(reg.annotations.description).toContain('no cause reported in the last 10 minutes');
       expect((byName.get('HyphaServiceProbeFailing') as { labels: Record<string, string> }).labels.severity).toBe('critical');
       expect(String((byName.get('HyphaServeExporterDown') as Record<string, unknown>).expr)).toContain('up{job="hse",namespace="monitoring"}');
@@ -457,24 +437,24 @@ describe('rule files', () => {
     expect(a.for).toBe(cfg.for);
     expect(a.annotations.summary).toMatch(/^[A-Z].*\.$/);
     expect(a.annotations.description?.length ?? 0).toBeGreaterThan(40);
-    expect(a.annotations.runbook_url).toBe(CONFIG.runbook_url_template.replace('%s', a.name.toLowerCase()));
+    expect(a.annotations.runbook_url).toBe(CONFIG.runbook_url_template.replace('%s', a.name));
   });
 
-  test('every runbook_url anchor exists in docs/runbooks.md, and every runbook section is for an alert', () => {
-    const anchors = markdownAnchors(path.join(ROOT, 'docs', 'runbooks.md'));
+  test('every runbook_url is the page of the alert, docs/runbooks/<AlertName>.md, and every alert page is for an alert', () => {
     for (const a of alerts) {
-      const anchor = a.annotations.runbook_url.split('#')[1];
-      expect({ alert: a.name, found: anchors.has(anchor) }).toEqual({ alert: a.name, found: true });
+      const page = a.annotations.runbook_url.replace(/^https:\/\/github\.com\/aicell-lab\/hypha-serve-exporter\/blob\/main\//, '');
+      expect({ alert: a.name, page }).toEqual({ alert: a.name, page: `docs/runbooks/${a.name}.md` });
+      expect({ alert: a.name, found: fs.existsSync(path.join(ROOT, page)) }).toEqual({ alert: a.name, found: true });
     }
-    const sections = [...fs.readFileSync(path.join(ROOT, 'docs', 'runbooks.md'), 'utf8').matchAll(/^## (Hypha\w+)$/gm)].map((m) => m[1]);
-    expect(sections.sort()).toEqual(alerts.map((a) => a.name).sort());
+    const pages = fs.readdirSync(path.join(ROOT, 'docs', 'runbooks')).filter((f) => /^Hypha\w+\.md$/.test(f)).map((f) => f.replace(/\.md$/, ''));
+    expect(pages.sort()).toEqual(alerts.map((a) => a.name).sort());
   });
 
   test('docs/alerts.md lists every alert with its severity, for and runbook link, and every recording rule', () => {
     const md = fs.readFileSync(path.join(ROOT, 'docs', 'alerts.md'), 'utf8');
     for (const a of alerts) {
-      // The generated reference: | [Name](runbooks.md#name) | group | severity | for | reads | identity | what it says |
-      const row = md.split('\n').find((l) => l.startsWith(`| [${a.name}](runbooks.md#${a.name.toLowerCase()}) |`));
+      // The generated reference: | [Name](runbooks/Name.md) | group | severity | for | reads | identity | what it says |
+      const row = md.split('\n').find((l) => l.startsWith(`| [${a.name}](runbooks/${a.name}.md) |`));
       expect({ alert: a.name, row: row !== undefined }).toEqual({ alert: a.name, row: true });
       const cells = (row ?? '').split('|').map((c) => c.trim());
       expect(cells[2]).toBe(a.group);

@@ -1,4 +1,4 @@
-// Every log line or message docs/runbooks.md quotes from upstream (marked `text`<!--quote:origin-->)
+// Every log line or message the runbooks (docs/runbooks/*.md) quote from upstream (marked `text`<!--quote:origin-->)
 // exists in the pinned package scripts/setup.sh installed: Ray 2.60.0 in .venv/ray, hypha 0.21.137,
 // hypha-rpc 0.21.47 and python-jose in .venv/hypha. BioEngine is not installed here: its quotes are
 // checked against the stand-in proxy test/ray-apps/bioengine_like.py, which copies its log lines from
@@ -6,10 +6,10 @@
 // source each stand for any text; everything else must match.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseQuotes, RUNBOOKS_FILE } from '../../scripts/runbook-steps';
+import { parseQuotes, runbookPages } from '../../scripts/runbook-steps';
 
 const root = path.resolve(__dirname, '..', '..');
-const quotes = parseQuotes(fs.readFileSync(path.join(root, RUNBOOKS_FILE), 'utf8'));
+const quotes = runbookPages(root).flatMap((p) => parseQuotes(p.markdown).map((q) => ({ ...q, file: p.file })));
 
 function sitePackages(venv: string): string {
   const lib = path.join(root, '.venv', venv, 'lib');
@@ -92,7 +92,7 @@ describe('quotes in the runbooks exist verbatim upstream', () => {
     for (const o of ['ray', 'hypha', 'bioengine']) expect([o, quotes.some((q) => q.origin === o)]).toEqual([o, true]);
   });
 
-  test.each(quotes.map((q) => [`${RUNBOOKS_FILE}:${q.line} (${q.origin})`, q.origin, q.text]))('%s', (_where, origin, text) => {
+  test.each(quotes.map((q) => [`${q.file}:${q.line} (${q.origin})`, q.origin, q.text]))('%s', (_where, origin, text) => {
     expect({ text, found: find(origin, text) !== undefined }).toEqual({ text, found: true });
   });
 
