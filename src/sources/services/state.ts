@@ -168,7 +168,10 @@ export function decideStalePage(
 ): StalePageDecision & { pagedSeconds?: number } {
   const due = staleSinceSeconds + (cause === 'server_gone' ? waits.provenMs : waits.uncertainMs) / 1000;
   const paged = pagedSeconds ?? (!selfHealing && nowSeconds >= due ? nowSeconds : undefined);
-  return { firing: paged !== undefined, sinceSeconds: staleSinceSeconds, dueSeconds: paged ?? due, cause, selfHealing: selfHealing && paged === undefined, pagedSeconds: paged };
+  return {
+    firing: paged !== undefined, sinceSeconds: staleSinceSeconds, dueSeconds: paged ?? due, cause,
+    selfHealing: selfHealing && paged === undefined, pagedSeconds: paged,
+  };
 }
 
 export class WatchState {
