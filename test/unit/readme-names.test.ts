@@ -110,7 +110,7 @@ describe('names in README.md and the runbooks are the code\'s', () => {
   it('the sources of truth are read (rules, family table, flag tables)', () => {
     expect(known.alerts).toContain('HyphaServeAppRunningNotRegistered');
     expect(known.alerts).toContain('HyphaServiceCachedProxyStale');
-    expect(known.records).toContain('ray_cluster:hypha_serve_proxy_ready:sum');
+    expect(known.records).toContain('service:hypha_serve_service_client_id_changes:increase1h');
     expect(known.families).toContain('hypha_serve_source_up');
     expect(known.families).toContain('process_resident_memory_bytes');
     expect(FLAG_SPECS.map((f) => f.name)).toContain('storage.path');
@@ -148,7 +148,7 @@ describe('names in README.md and the runbooks are the code\'s', () => {
       const text = [
         'HyphaServeAppRunningNotRegistered pages; HyphaServeAppMadeUp does not exist, nor `HyphaServiceGhost`.',
         '`hypha_serve_source_up`, `hypha_serve_service_call_duration_seconds_bucket`, `hypha_serve_app_status_count`,',
-        '`hypha_serve_source_*` and `ray_cluster:hypha_serve_proxy_ready:sum` are fine;',
+        '`hypha_serve_source_*` and `service:hypha_serve_service_client_id_changes:increase1h` are fine;',
         '`hypha_serve_app_made_up`, `hypha_serve_nothing_*` and `ray_cluster_app:hypha_serve_app_unhealthy:bool` are not.',
       ].join('\n');
       expect(unknownNames(text, known)).toEqual([

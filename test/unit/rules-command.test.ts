@@ -43,7 +43,7 @@ describe('hypha-serve-exporter rules', () => {
     const rules = [...rulesOf(path.join(out, 'recording.yml')), ...rulesOf(path.join(out, 'alerts.yml'))];
     const unhealthy = rules.find((x) => x.alert === 'HyphaServeAppUnhealthy');
     expect(unhealthy).toMatchObject({ for: '20m', labels: { severity: 'critical' } });
-    expect(unhealthy?.annotations?.runbook_url).toBe('https://wiki.example.org/runbooks/hyphaserveappunhealthy');
+    expect(unhealthy?.annotations?.runbook_url).toBe('https://wiki.example.org/runbooks/HyphaServeAppUnhealthy');
     // Disabled alerts are gone, their recording rules and every other alert stay.
     const shipped = [...rulesOf(path.join(repoRoot(), 'rules/recording.yml')), ...rulesOf(path.join(repoRoot(), 'rules/alerts.yml'))];
     const names = (rs: Rule[]) => rs.filter((x) => x.alert).map((x) => x.alert);
