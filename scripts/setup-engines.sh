@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The other rule engines and Alertmanager the rules pack is proven on (issue 25), built from the Go
-# module proxy: Thanos (sidecar, query, rule), VictoriaMetrics (single node, vmalert, vmalert-tool)
-# and Alertmanager 0.35 with amtool (Debian ships 0.25). Pinned, idempotent: each engine is skipped
+# module proxy: Thanos (sidecar, query, rule), VictoriaMetrics (single node, vmalert, vmalert-tool),
+# Alertmanager 0.35 with amtool (Debian ships 0.25) and the Prometheus Operator (issue 38: the chart's
+# ServiceMonitor and PrometheusRule rendered by the real operator). Pinned, idempotent: each engine is skipped
 # when its cached binaries already report the pinned version, so a warm run takes about a second.
-# Cold, the three builds run side by side at low priority (nice) and take a few minutes on 2 cores.
+# Cold, the four builds run side by side at low priority (nice) and take a few minutes on 2 cores.
 #
 #   ENGINES_CACHE_DIR  parent of the per-engine dirs (default: ${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter,
 #                      the cache dir CI keeps between runs; test/harness/engines.ts looks in the same place):
-#                      thanos-v0.42.4/bin, victoriametrics-v1.151.0/bin, alertmanager-v0.35.0/bin
+#                      thanos-v0.42.4/bin, victoriametrics-v1.151.0/bin, alertmanager-v0.35.0/bin,
+#                      prometheus-operator-v0.85.0/bin (and its crds/, the CRDs of the same module)
 #   GO                 the go command (default: go on PATH, else /usr/local/go/bin/go)
 #   --print-bin-dirs   prints "name dir" per engine and exits (for the harness's agreement check)
 set -euo pipefail
@@ -15,13 +17,15 @@ set -euo pipefail
 THANOS_VERSION=v0.42.4        # v0.42.5 needs go >= 1.26.10
 VM_VERSION=v1.151.0           # versions after v1.153.0 need a newer Go
 ALERTMANAGER_VERSION=v0.35.0
+PROMETHEUS_OPERATOR_VERSION=v0.85.0  # the CRDs of scripts/install-deploy-tools.sh are of this version too
 CACHE="${ENGINES_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hypha-serve-exporter}"
 THANOS_BIN="$CACHE/thanos-$THANOS_VERSION/bin"
 VM_BIN="$CACHE/victoriametrics-$VM_VERSION/bin"
 AM_BIN="$CACHE/alertmanager-$ALERTMANAGER_VERSION/bin"
+OPERATOR_DIR="$CACHE/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
 
 if [ "${1:-}" = --print-bin-dirs ]; then
-  printf 'thanos %s\nvictoriametrics %s\nalertmanager %s\n' "$THANOS_BIN" "$VM_BIN" "$AM_BIN"
+  printf 'thanos %s\nvictoriametrics %s\nalertmanager %s\nprometheus-operator %s\n' "$THANOS_BIN" "$VM_BIN" "$AM_BIN" "$OPERATOR_DIR/bin"
   exit 0
 fi
 
@@ -46,14 +50,20 @@ am_ok() {
   has_version "$AM_BIN/alertmanager" --version "version ${ALERTMANAGER_VERSION#v} " &&
     has_version "$AM_BIN/amtool" --version "version ${ALERTMANAGER_VERSION#v} "
 }
-all_ok() { thanos_ok && vm_ok && am_ok; }
+# The operator prints "prometheus-operator, version 0.85.0 (branch: ..." (prometheus/common/version);
+# its CRDs are copied beside it in the same step, so one check covers both.
+operator_ok() {
+  has_version "$OPERATOR_DIR/bin/operator" --version "version ${PROMETHEUS_OPERATOR_VERSION#v} (branch: module-$PROMETHEUS_OPERATOR_VERSION," &&
+    [ -f "$OPERATOR_DIR/crds/monitoring.coreos.com_alertmanagerconfigs.yaml" ]
+}
+all_ok() { thanos_ok && vm_ok && am_ok && operator_ok; }
 
 if all_ok; then
-  say "Thanos $THANOS_VERSION, VictoriaMetrics $VM_VERSION, Alertmanager $ALERTMANAGER_VERSION already in $CACHE ($(elapsed))"
+  say "Thanos $THANOS_VERSION, VictoriaMetrics $VM_VERSION, Alertmanager $ALERTMANAGER_VERSION, Prometheus Operator $PROMETHEUS_OPERATOR_VERSION already in $CACHE ($(elapsed))"
   exit 0
 fi
 
-require_go "Thanos, VictoriaMetrics and Alertmanager $ALERTMANAGER_VERSION are" "Install Go >= 1.26.6 and re-run, or set GO=/path/to/go." SETUP_ENGINES
+require_go "Thanos, VictoriaMetrics, Alertmanager $ALERTMANAGER_VERSION and the Prometheus Operator are" "Install Go >= 1.26.6 and re-run, or set GO=/path/to/go." SETUP_ENGINES
 
 mkdir -p "$CACHE"
 build_lock "$CACHE/.engines-build.lock" all_ok
@@ -119,17 +129,38 @@ build_alertmanager() {
   say "Alertmanager $ALERTMANAGER_VERSION and amtool built ($(elapsed))"
 }
 
-say "building with $gover into $CACHE (the three side by side, nice 10)"
+build_operator() {
+  operator_ok && return 0
+  say "Prometheus Operator $PROMETHEUS_OPERATOR_VERSION: building from its module source (go.mod has replace directives, so go install is refused); cold ~4 min"
+  local src="$scratch/operator-src" m=github.com/prometheus-operator/prometheus-operator sub
+  module_source "$m" "$PROMETHEUS_OPERATOR_VERSION" "$src"
+  # The replace directives point at ./pkg/apis/monitoring and ./pkg/client, nested modules that the
+  # main module's zip leaves out: each comes from the proxy as its own module of the same version.
+  for sub in pkg/apis/monitoring pkg/client; do
+    rm -rf "${src:?}/$sub"
+    module_source "$m/$sub" "$PROMETHEUS_OPERATOR_VERSION" "$src/$sub"
+  done
+  (cd "$src" && nice -n 10 "$GO" build -ldflags "$(stamp_ldflags "${PROMETHEUS_OPERATOR_VERSION#v}" "module-$PROMETHEUS_OPERATOR_VERSION")" \
+    -o "$scratch/operator" ./cmd/operator)
+  mkdir -p "$OPERATOR_DIR/bin" "$OPERATOR_DIR/crds"
+  cp "$src"/example/prometheus-operator-crd/*.yaml "$OPERATOR_DIR/crds/"
+  mv -f "$scratch/operator" "$OPERATOR_DIR/bin/"
+  operator_ok || { echo "[setup-engines] ERROR: $OPERATOR_DIR/bin/operator does not report ${PROMETHEUS_OPERATOR_VERSION#v}" >&2; return 1; }
+  say "Prometheus Operator $PROMETHEUS_OPERATOR_VERSION built ($(elapsed))"
+}
+
+say "building with $gover into $CACHE (the four side by side, nice 10)"
 # Side by side: downloads (network) overlap with compiles (CPU), and each build's single-threaded
 # link step leaves a core for the others.
 pids=()
 build_thanos & pids+=($!)
 build_vm & pids+=($!)
 build_alertmanager & pids+=($!)
+build_operator & pids+=($!)
 failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 if [ "$failed" = 1 ] || ! all_ok; then
   echo "[setup-engines] ERROR: an engine build failed (see above)" >&2
   exit 1
 fi
-say "Thanos $THANOS_VERSION, VictoriaMetrics $VM_VERSION, Alertmanager $ALERTMANAGER_VERSION ready in $CACHE ($(elapsed))"
+say "Thanos $THANOS_VERSION, VictoriaMetrics $VM_VERSION, Alertmanager $ALERTMANAGER_VERSION, Prometheus Operator $PROMETHEUS_OPERATOR_VERSION ready in $CACHE ($(elapsed))"

@@ -1,7 +1,8 @@
 /**
  * The rule engines and the Alertmanager beside Prometheus that the rules pack is proven on (issue 25),
  * built by scripts/setup-engines.sh into the cache dir the machine keeps: Thanos (sidecar, query,
- * rule), VictoriaMetrics (single node, vmalert, vmalert-tool) and Alertmanager 0.35 with amtool.
+ * rule), VictoriaMetrics (single node, vmalert, vmalert-tool), Alertmanager 0.35 with amtool, and the
+ * Prometheus Operator that renders the chart's monitoring objects (issue 38).
  *
  * As with Prometheus 3 (prometheus-versions.ts): outside CI a missing build leaves that engine out
  * (a developer without Go can still run the suite, and each test that leaves one out says so on
@@ -18,6 +19,7 @@ export const ENGINE_VERSIONS = {
   thanos: 'v0.42.4',
   victoriametrics: 'v1.151.0',
   alertmanager: 'v0.35.0',
+  'prometheus-operator': 'v0.85.0',
 } as const;
 
 export type EngineName = keyof typeof ENGINE_VERSIONS;
@@ -27,6 +29,7 @@ const BINARIES = {
   thanos: ['thanos'],
   victoriametrics: ['victoria-metrics', 'vmalert', 'vmalert-tool'],
   alertmanager: ['alertmanager', 'amtool'],
+  'prometheus-operator': ['operator'],
 } as const satisfies Record<EngineName, readonly string[]>;
 
 export type EngineBinary<E extends EngineName> = (typeof BINARIES)[E][number];
@@ -36,6 +39,7 @@ const DIR_NAMES: Record<EngineName, string> = {
   thanos: `thanos-${ENGINE_VERSIONS.thanos}`,
   victoriametrics: `victoriametrics-${ENGINE_VERSIONS.victoriametrics}`,
   alertmanager: `alertmanager-${ENGINE_VERSIONS.alertmanager}`,
+  'prometheus-operator': `prometheus-operator-${ENGINE_VERSIONS['prometheus-operator']}`,
 };
 
 /**
@@ -54,6 +58,11 @@ export function enginesCacheDir(): string {
 
 export function engineBinDir(e: EngineName): string {
   return path.join(enginesCacheDir(), DIR_NAMES[e], 'bin');
+}
+
+/** The operator's CRDs (all of them, from the same module as its binary), copied beside its bin dir. */
+export function operatorCrdsDir(): string {
+  return path.join(path.dirname(engineBinDir('prometheus-operator')), 'crds');
 }
 
 /** Absolute path of one binary of an engine's build (whether or not it is there). */

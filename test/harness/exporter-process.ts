@@ -69,6 +69,8 @@ export interface ExporterProcessOptions {
   storagePath?: string;
   /** --log.level (default debug: the log file is what a failed test leaves to read). */
   logLevel?: string;
+  /** The address it listens on (default 127.0.0.1; Kubernetes endpoints refuse loopback addresses). */
+  host?: string;
   /** A fixed port (a restart on the address Prometheus scrapes); default a free one. */
   port?: number;
   /** More flags, e.g. --metric-denylist=... */
@@ -105,11 +107,11 @@ export async function spawnExporter(o: ExporterProcessOptions): Promise<Exporter
   const port = o.port ?? (await freePort());
   const [command, bin] = exporterCommand();
   const proc = startProc(o.name, command, [
-    ...bin, `--config.file=${configFile}`, `--web.listen-address=127.0.0.1:${port}`, `--log.level=${o.logLevel ?? 'debug'}`,
+    ...bin, `--config.file=${configFile}`, `--web.listen-address=${o.host ?? '127.0.0.1'}:${port}`, `--log.level=${o.logLevel ?? 'debug'}`,
     ...(o.storagePath === undefined ? [] : [`--storage.path=${o.storagePath}`]),
     ...(o.args ?? []),
   ], { env: { ...(o.baseEnv ?? process.env), ...o.env } });
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${o.host ?? '127.0.0.1'}:${port}`;
   if (o.waitReady !== false) {
     try {
       // An exit ends the wait at once (waitFor retries what throws, so it is a result here, not an error).
@@ -125,7 +127,7 @@ export async function spawnExporter(o: ExporterProcessOptions): Promise<Exporter
     }
   }
   return {
-    name: o.name, url, port, instance: `127.0.0.1:${port}`, configFile, proc,
+    name: o.name, url, port, instance: `${o.host ?? '127.0.0.1'}:${port}`, configFile, proc,
     reload: () => process.kill(proc.pid, 'SIGHUP'),
     async stop() { await proc.stop(); cleanup(); },
     async kill() { await proc.stop('SIGKILL'); },

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePorts } from './ports';
@@ -17,6 +18,28 @@ export interface KubeTools {
   etcd: string;
   kubeApiserver: string;
   kubectl: string;
+}
+
+/** The deploy tools scripts/install-deploy-tools.sh installs, as its deploy-tools/env.sh names them. */
+export interface DeployTools extends KubeTools {
+  helm: string;
+  kustomize: string;
+  /** The ServiceMonitor and PrometheusRule CRDs of the pinned Prometheus Operator. */
+  crds: string;
+}
+
+export function deployTools(): DeployTools {
+  const cacheDir = process.env.HSE_CACHE_DIR ?? path.join(os.homedir(), '.cache', 'hypha-serve-exporter');
+  const env = fs.readFileSync(path.join(cacheDir, 'deploy-tools', 'env.sh'), 'utf8');
+  const pick = (k: string) => {
+    const v = new RegExp(`^${k}="(.*)"$`, 'm').exec(env)?.[1];
+    if (!v) throw new Error(`${k} missing in deploy-tools/env.sh: run scripts/install-deploy-tools.sh`);
+    return v;
+  };
+  return {
+    helm: pick('HELM'), kustomize: pick('KUSTOMIZE'), crds: pick('PROMETHEUS_OPERATOR_CRDS'),
+    etcd: pick('ETCD'), kubeApiserver: pick('KUBE_APISERVER'), kubectl: pick('KUBECTL'),
+  };
 }
 
 export interface CmdResult {

@@ -8,10 +8,9 @@
  * (1.33/1.35/1.37) and the strict CRD schemas (scripts/check-deploy.sh validate).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
-import { KubeApiserver, KubeTools, run, startKubeApiserver } from '../harness/kube-apiserver';
+import { DeployTools, deployTools, KubeApiserver, run, startKubeApiserver } from '../harness/kube-apiserver';
 import { waitFor } from '../harness/proc';
 import { tmpDir } from '../helpers/tmp';
 import { repoRoot } from '../../scripts/lib/repo-root';
@@ -20,7 +19,6 @@ jest.setTimeout(1_800_000);
 const root = repoRoot();
 const chart = path.join(root, 'deploy/helm/hypha-serve-exporter');
 const base = path.join(root, 'deploy/kubernetes');
-const cacheDir = process.env.HSE_CACHE_DIR ?? path.join(os.homedir(), '.cache', 'hypha-serve-exporter');
 /** The rules' exporter selector (rules/config/mixin.yml exporter_selector). */
 const JOB_RE = /^hypha-serve-exporter.*$/;
 
@@ -30,19 +28,6 @@ interface K8sObject {
   metadata: { name: string; namespace?: string; labels?: Record<string, string> };
   spec?: Record<string, any>;
   [k: string]: unknown;
-}
-
-function envTools(): KubeTools & { helm: string; kustomize: string; crds: string } {
-  const env = fs.readFileSync(path.join(cacheDir, 'deploy-tools', 'env.sh'), 'utf8');
-  const pick = (k: string) => {
-    const v = new RegExp(`^${k}="(.*)"$`, 'm').exec(env)?.[1];
-    if (!v) throw new Error(`${k} missing in deploy-tools/env.sh: run scripts/install-deploy-tools.sh`);
-    return v;
-  };
-  return {
-    helm: pick('HELM'), kustomize: pick('KUSTOMIZE'), crds: pick('PROMETHEUS_OPERATOR_CRDS'),
-    etcd: pick('ETCD'), kubeApiserver: pick('KUBE_APISERVER'), kubectl: pick('KUBECTL'),
-  };
 }
 
 /** A failed command fails the test with its output. */
@@ -56,7 +41,7 @@ function parse(text: string): K8sObject[] {
 
 describe('install: the chart and the kustomize base in a real kube-apiserver', () => {
   const tmp = tmpDir('hse-k8s-api-');
-  let t: ReturnType<typeof envTools>;
+  let t: DeployTools;
   let api: KubeApiserver;
   /** Every rendered variant, validated with kubernetes-validate --strict at the end. */
   const rendered: string[] = [];
@@ -99,7 +84,7 @@ describe('install: the chart and the kustomize base in a real kube-apiserver', (
     const t0 = Date.now();
     const r = await run('bash', [path.join(root, 'scripts/install-deploy-tools.sh')], { cwd: root, timeoutMs: 1_800_000 });
     if (r.code !== 0) throw new Error(r.out);
-    t = envTools();
+    t = deployTools();
     const t1 = Date.now();
     api = await startKubeApiserver(t, tmp.dir);
     console.log(`install-deploy-tools.sh ${t1 - t0} ms; kube-apiserver ready in ${Date.now() - t1} ms`);

@@ -323,5 +323,7 @@ describe(`amtool ${ENGINE_VERSIONS.alertmanager}`, () => {
 test('the harness and scripts/setup-engines.sh agree on where each engine is', () => {
   const out = execFileSync('bash', [path.join(ROOT, 'scripts', 'setup-engines.sh'), '--print-bin-dirs'], { encoding: 'utf8' });
   const dirs = Object.fromEntries(out.trim().split('\n').map((l) => l.split(' ', 2) as [string, string]));
-  expect(dirs).toEqual({ thanos: engineBinDir('thanos'), victoriametrics: engineBinDir('victoriametrics'), alertmanager: engineBinDir('alertmanager') });
+  expect(dirs).toEqual({ thanos: engineBinDir('thanos'), victoriametrics: engineBinDir('victoriametrics'), alertmanager: engineBinDir('alertmanager'),
+    'prometheus-operator': engineBinDir('prometheus-operator'),
+  });
 });
