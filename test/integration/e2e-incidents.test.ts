@@ -373,6 +373,14 @@ describe('end-to-end incident replays', () => {
   });
 
   it('incident 2: Hypha restarts under a new server id → HyphaServiceCachedProxyStale paged', async () => {
+    // The holders the exporter knows: the release workers, the 0.16.1 one among them, whose stale proxy the page
+    // stands for. A stand-in that did not come back after the previous Hypha restarts is started again.
+    const holders = async () => (await stack.prometheus.vector('hypha_serve_service_holder_info{service="public/artifact-manager"}')).map((h) => h.metric.recovery);
+    if (!(await holders()).includes('stays_stale')) {
+      await workers?.disconnect();
+      workers = await startReleaseWorkers(stack.hypha.url, stack.hypha.rootToken);
+    }
+    await waitFor('an older worker among the holders', async () => (await holders()).includes('stays_stale'), 120_000, 500);
     const t0 = Date.now();
     await stack.hypha.restart({ serverId: undefined });
     // The fresh path works while the cached one does not. The page proven by the replaced server id
@@ -411,7 +419,8 @@ describe('end-to-end incident replays', () => {
       for (const p of paths) if ((await p.firing()).includes('HyphaServiceCachedProxyStale')) return false;
       return true;
     }, 240_000, 1000);
-    // The holders the exporter knows: one worker of a release that re-resolves its artifact-manager proxy, nothing older.
+    // The holders the exporter knows: one worker of a release that re-resolves its artifact-manager proxy, nothing older
+    // (the release workers it disconnects still count for canary.self_healing_release after they were last listed, 30 s here).
     await workers?.disconnect();
     workers = undefined;
     const fixed = await startWorkerStandIn({ serverUrl: stack.hypha.url, token: stack.hypha.rootToken, clientId: 'e2e-worker-selfheal', version: '0.16.43', apps: {} });
@@ -419,7 +428,7 @@ describe('end-to-end incident replays', () => {
       await waitFor('only the self-healing worker is a holder', async () => {
         const holders = await stack.prometheus.vector('hypha_serve_service_holder_info{service="public/artifact-manager"}');
         return holders.length === 1 && holders[0].metric.recovery === 'self_healing';
-      }, 60_000, 500);
+      }, 120_000, 500);
       const t0 = Date.now();
       await stack.hypha.restart({ serverId: undefined });
       await waitFor('self-healing witness', async () => (await metric('hypha_serve_service_witness_self_healing{service="public/artifact-manager"}'))[0] === 1, 120_000, 250);

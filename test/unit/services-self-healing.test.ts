@@ -74,7 +74,7 @@ describe('WatchState: the self-healing witness', () => {
   test('every worker holder self_healing: the witness is self-healing and released after SELF_HEALING_WITNESS_SECONDS (5 min), reason self_healing', () => {
     expect(SELF_HEALING_WITNESS_SECONDS).toBe(300);
     const st = new WatchState({ enabled: true }, 'list');
-    st.setWorkers([healing('w1'), healing('w2', '0.16.30')]);
+    st.setWorkers([healing('w1'), healing('w2', '0.16.30')], 0);
     expect(st.witnessSelfHealing).toBe(false);
     witness(st);
     expect(st.witnessSelfHealing).toBe(true);
@@ -92,7 +92,7 @@ describe('WatchState: the self-healing witness', () => {
   test('an older or unknown worker among the holders: nothing changes, the witness holds', () => {
     for (const other of [old('w-old'), { holder: 'w-x', recovery: 'unknown' } as WorkerHolder]) {
       const st = new WatchState({ enabled: true }, 'list');
-      st.setWorkers([healing('w1'), other]);
+      st.setWorkers([healing('w1'), other], 0);
       witness(st);
       expect(st.witnessSelfHealing).toBe(false);
       for (const t of [400, 3_600, 86_400]) expect(cycle(st, t)).toEqual({});
@@ -103,12 +103,12 @@ describe('WatchState: the self-healing witness', () => {
 
   test('no worker listed for a while (Hypha just restarted, workers reconnecting): the last known workers stay the holders', () => {
     const st = new WatchState({ enabled: true }, 'list');
-    st.setWorkers([healing('w1')]);
-    st.setWorkers([]);
+    st.setWorkers([healing('w1')], 0);
+    st.setWorkers([], 50);
     witness(st);
     expect(st.witnessSelfHealing).toBe(true);
     expect(st.workers.map((w) => w.holder)).toEqual(['w1']);
-    st.setWorkers([old('w2')]);
+    st.setWorkers([old('w2')], 110);
     expect(st.witnessSelfHealing).toBe(false);
   });
 
@@ -119,7 +119,7 @@ describe('WatchState: the self-healing witness', () => {
     expect(cycle(none, 86_400)).toEqual({});
 
     const configured = new WatchState({ enabled: true }, 'list', [{ name: 'kth', reportsId: false, probeMethod: 'list_apps' }]);
-    configured.setWorkers([healing('w1')]);
+    configured.setWorkers([healing('w1')], 0);
     witness(configured);
     expect(configured.witnessSelfHealing).toBe(false);
     expect(cycle(configured, 86_400)).toEqual({});
@@ -127,15 +127,15 @@ describe('WatchState: the self-healing witness', () => {
 
   test('the release is counted from an unbroken self-healing spell: an older worker appearing resets it; unknown providers change nothing', () => {
     const st = new WatchState({ enabled: true }, 'list');
-    st.setWorkers([healing('w1')]);
+    st.setWorkers([healing('w1')], 0);
     witness(st);
     cycle(st, 200);
     // An older worker shows up between cycles (the Hypha source asked it): the spell ends at once.
-    st.setWorkers([healing('w1'), old('w2')]);
+    st.setWorkers([healing('w1'), old('w2')], 230);
     expect(st.witnessSelfHealing).toBe(false);
     expect(cycle(st, 260)).toEqual({});
     // It goes away (restarted on 0.16.43): a new spell from the next cycle.
-    st.setWorkers([healing('w1'), healing('w2')]);
+    st.setWorkers([healing('w1'), healing('w2')], 280);
     expect(cycle(st, 300)).toEqual({});
     expect(cycle(st, 450)).toEqual({});
     // A cycle that cannot list the providers neither releases nor resets.
@@ -146,7 +146,7 @@ describe('WatchState: the self-healing witness', () => {
 
   test('canary.self_healing_release sets the bound; a due release without a fresh resolution waits for the next cycle that has one', () => {
     const st = new WatchState({ enabled: true, selfHealingReleaseMs: 3_000 }, 'list');
-    st.setWorkers([healing('w1')]);
+    st.setWorkers([healing('w1')], 0);
     witness(st);
     expect(cycle(st, 102)).toEqual({});
     expect(cycle(st, 103, { resolved: null })).toEqual({});
@@ -156,12 +156,12 @@ describe('WatchState: the self-healing witness', () => {
 
   test('an operator release and witness_max still apply; the old id returning ends it as before', () => {
     const op = new WatchState({ enabled: true, releasedClientIds: ['srv-a'] }, 'list');
-    op.setWorkers([healing('w1')]);
+    op.setWorkers([healing('w1')], 0);
     witness(op);
     expect(op.releasesTotal).toEqual({ operator: 1 });
 
     const back = new WatchState({ enabled: true }, 'list');
-    back.setWorkers([healing('w1')]);
+    back.setWorkers([healing('w1')], 0);
     witness(back);
     expect(back.applyRegistry({ nowSeconds: 200, providers: [A.clientId, B.clientId], resolved: B }).witnessReleased?.reason).toBe('returned');
     expect(back.witnessSelfHealing).toBe(false);
@@ -174,48 +174,58 @@ describe('WatchState: the self-healing witness', () => {
 
   test('a page that fired holds through a moment in which every holder looks self-healing (workers reconnecting one by one after a Hypha restart); a fleet that heals for the whole release bound ends it', () => {
     const st = new WatchState({ enabled: true }, 'list');
-    st.setWorkers([healing('w1'), old('w-old')]);
+    st.setWorkers([healing('w1'), old('w-old')], 0);
     witness(st);
     const page = (t: number) => st.judge(t, DEFAULT_STALE_PAGE_WAITS, () => true).find((c) => c.holder === 'exporter')?.page;
     expect(page(100)).toMatchObject({ firing: true, cause: 'server_gone', selfHealing: false });
-    // Hypha restarted: the fixed worker is back first, the old one not yet listed.
-    st.setWorkers([healing('w1')]);
+    // Hypha restarted: the fixed worker is back first, the old one not yet listed: it still holds its proxy.
+    st.setWorkers([healing('w1')], 130);
     expect(cycle(st, 130)).toEqual({});
+    expect(st.workers.map((w) => w.holder)).toEqual(['w-old', 'w1']);
+    expect(st.witnessSelfHealing).toBe(false);
+    // Not listed for the whole retention since it was last listed (at 0): it no longer counts, every holder is
+    // self-healing, and the page holds.
+    st.setWorkers([healing('w1')], SELF_HEALING_WITNESS_SECONDS - 1);
+    expect(st.witnessSelfHealing).toBe(false);
+    st.setWorkers([healing('w1')], SELF_HEALING_WITNESS_SECONDS);
+    expect(st.workers.map((w) => w.holder)).toEqual(['w1']);
     expect(st.witnessSelfHealing).toBe(true);
-    expect(page(130)).toMatchObject({ firing: true, selfHealing: false });
+    expect(page(400)).toMatchObject({ firing: true, selfHealing: false });
     // No warning beside the page, and the cached probe still judged (the page explains it).
     expect(st.selfHealingWarning).toBe(false);
-    st.setWorkers([healing('w1'), old('w-old')]);
-    expect(page(140)).toMatchObject({ firing: true });
+    st.setWorkers([healing('w1'), old('w-old')], 410);
+    expect(cycle(st, 410)).toEqual({});
+    expect(page(410)).toMatchObject({ firing: true });
     // The old worker restarted on a fixed release: after the release bound of healing holders the witness ends, and the page with it.
-    st.setWorkers([healing('w1'), healing('w-old')]);
-    expect(cycle(st, 150)).toEqual({});
-    expect(page(150)?.firing).toBe(true);
-    expect(cycle(st, 450).witnessReleased?.reason).toBe('self_healing');
-    expect(page(450)).toBeUndefined();
+    st.setWorkers([healing('w1'), healing('w-old')], 420);
+    expect(cycle(st, 420)).toEqual({});
+    expect(page(420)?.firing).toBe(true);
+    expect(cycle(st, 719)).toEqual({});
+    expect(cycle(st, 720).witnessReleased?.reason).toBe('self_healing');
+    expect(page(720)).toBeUndefined();
   });
 
   test('before a page: a moment in which every holder looks self-healing delays it (a warning), the older worker listed again pages', () => {
     const st = new WatchState({ enabled: true }, 'list');
-    st.setWorkers([healing('w1')]);
+    st.setWorkers([healing('w1')], 0);
     witness(st);
     const page = (t: number) => st.judge(t, DEFAULT_STALE_PAGE_WAITS, () => true).find((c) => c.holder === 'exporter')?.page;
     expect(page(100)).toMatchObject({ firing: false, selfHealing: true });
     expect(st.selfHealingWarning).toBe(true);
-    st.setWorkers([healing('w1'), old('w-old')]);
+    st.setWorkers([healing('w1'), old('w-old')], 105);
     expect(page(110)).toMatchObject({ firing: true, selfHealing: false });
     expect(st.selfHealingWarning).toBe(false);
   });
 
   test('a reload hands the spell over: the successor releases on the same schedule', () => {
     const st = new WatchState({ enabled: true }, 'list');
-    st.setWorkers([healing('w1')]);
+    st.setWorkers([healing('w1')], 0);
     witness(st);
     cycle(st, 250);
     const h = st.handover();
     expect(h.selfHealingSinceSeconds).toBe(100);
     const next = new WatchState({ enabled: true }, 'list', [], h);
-    next.setWorkers([healing('w1')]);
+    next.setWorkers([healing('w1')], 250);
     expect(cycle(next, 399)).toEqual({});
     expect(cycle(next, 400).witnessReleased?.reason).toBe('self_healing');
   });
@@ -229,7 +239,7 @@ function sample(o: { workers: WorkerHolder[] }): WatchedServiceSample {
   const health = { ...newSourceHealth('hypha_service', AM), hypha: 'main', up: true, lastSuccessSeconds: 1 };
   const st = new WatchState({ enabled: true }, 'list');
   witness(st);
-  st.setWorkers(o.workers);
+  st.setWorkers(o.workers, 100);
   for (const t of [100, 200, 300, 400]) {
     const probe = (via: 'cached' | 'fresh', outcome: 'ok' | 'not_found') => ({ via, method: 'list', outcome, seconds: 0.01, atSeconds: t });
     st.applyCalls({ nowSeconds: t, probes: [probe('cached', 'not_found'), probe('fresh', 'ok')], holders: [] });

@@ -274,9 +274,9 @@ describe('the pages the watch state decides', () => {
   test('the canary of a self-healing witness never pages; a worker that cannot re-resolve makes it a page, counted from the spell\'s start', () => {
     const st = new WatchState(NO_LIMIT, 'list');
     staleAt100(st);
-    st.setWorkers([{ holder: 'w1', version: '0.16.43', recovery: 'self_healing' }]);
+    st.setWorkers([{ holder: 'w1', version: '0.16.43', recovery: 'self_healing' }], 0);
     expect(pageOf(st, 300)).toMatchObject({ firing: false, selfHealing: true });
-    st.setWorkers([{ holder: 'w1', version: '0.16.43', recovery: 'self_healing' }, { holder: 'w0', version: '0.16.1', recovery: 'stays_stale' }]);
+    st.setWorkers([{ holder: 'w1', version: '0.16.43', recovery: 'self_healing' }, { holder: 'w0', version: '0.16.1', recovery: 'stays_stale' }], 0);
     expect(pageOf(st, 301)).toEqual({ firing: true, sinceSeconds: 100, dueSeconds: 301, cause: 'not_listed', selfHealing: false });
   });
 

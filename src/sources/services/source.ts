@@ -98,7 +98,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     this.#serverIds = new ServerIdWatch(handover?.serverIds ?? restart?.serverIds);
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
     this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, handover?.watch, restart?.witness, restart?.holders);
-    this.#state.setWorkers(this.#workerHolders());
+    this.#state.setWorkers(this.#workerHolders(), Date.now() / 1000);
     this.#client = new HyphaClient({
       ...conn.options,
       callTimeoutMs: cfg.timeoutMs,
@@ -132,7 +132,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     // so `check` and the status page never read a self-healing verdict older than the workers they list.
     this.#unsubscribeWorkers = this.#workers?.onChange?.(this.conn.name, () => {
       if (this.#stopped) return;
-      this.#state.setWorkers(this.#workerHolders());
+      this.#state.setWorkers(this.#workerHolders(), Date.now() / 1000);
       if (this.#published) this.#publish();
     });
     this.#poller.start();
@@ -214,7 +214,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
 
     // Publish what the registry says before probing: a stale id shows now, not
     // after the cached-path probe has run into its timeout.
-    this.#state.setWorkers(this.#workerHolders());
+    this.#state.setWorkers(this.#workerHolders(), nowSeconds);
     const ev = this.#state.applyRegistry({ nowSeconds, providers, resolved });
     if (ev.providersChanged) {
       this.log.info({ service: this.cfg.service, from: ev.providersChanged.from, to: ev.providersChanged.to }, 'providers of the watched service changed');

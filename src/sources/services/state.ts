@@ -192,6 +192,8 @@ export class WatchState {
   readonly #canaryOpts: CanaryOptions;
   /** The BioEngine workers that hold the service by default (none while holders are configured). */
   #workers: WorkerHolder[] = [];
+  /** When each worker holder was last listed (for the retention of one that is not). */
+  readonly #workerSeen = new Map<string, number>();
   /** Since when the witness has been self-healing without a break (its release is counted from here). */
   #selfHealingSince: number | undefined;
   #probeSpans: Partial<Record<ProbeVia, ProbeSpan>> = {};
@@ -282,13 +284,25 @@ export class WatchState {
   /**
    * The BioEngine workers that hold the service by default, with their recovery (the source passes none while
    * holders are configured: a configured list wins). A set that is not all self-healing ends the spell at once.
-   * An empty set is not news: right after Hypha restarts, its registry lists no worker until each has
-   * reconnected, and a worker that is not listed for a moment still holds its proxy. So the last workers the
-   * exporter knew stay the holders until others are listed (unknown never pages).
+   * A worker that is no longer listed is not news at once: right after Hypha restarts, its registry lists the
+   * workers one by one as each reconnects (a fixed one may be back before an older one that holds a stale proxy,
+   * and a worker may take minutes), and a worker that is not listed still holds its proxy. So a worker stays a
+   * holder for canary.self_healing_release (5 minutes) after it was last listed, the time the exporter also takes
+   * to believe a fleet healed, and with none listed the last known stay (unknown never pages, and never un-pages);
+   * a worker gone for good (scaled down, restarted under a new client id) then stops counting.
    */
-  setWorkers(workers: readonly WorkerHolder[]): void {
-    if (workers.length === 0 && this.holderSpecs.length === 0) return;
-    this.#workers = [...workers];
+  setWorkers(workers: readonly WorkerHolder[], nowSeconds: number): void {
+    if (this.holderSpecs.length > 0) {
+      this.#workers = [];
+      this.#workerSeen.clear();
+      return;
+    }
+    for (const w of workers) this.#workerSeen.set(w.holder, nowSeconds);
+    const listed = new Set(workers.map((w) => w.holder));
+    const kept = workers.length === 0 ? this.#workers
+      : this.#workers.filter((w) => !listed.has(w.holder) && (nowSeconds - (this.#workerSeen.get(w.holder) ?? nowSeconds)) * 1000 < this.#releaseBoundMs);
+    this.#workers = [...workers, ...kept.filter((w) => !listed.has(w.holder))].sort((a, b) => a.holder.localeCompare(b.holder));
+    for (const h of [...this.#workerSeen.keys()]) if (!this.#workers.some((w) => w.holder === h)) this.#workerSeen.delete(h);
     if (!this.witnessSelfHealing) this.#selfHealingSince = undefined;
   }
 
@@ -312,6 +326,11 @@ export class WatchState {
    */
   get selfHealingWarning(): boolean {
     return this.witnessSelfHealing && this.#canary?.pagedSeconds === undefined;
+  }
+
+  /** canary.self_healing_release: how long the holders must heal before the witness ends, and a worker not listed still counts. */
+  get #releaseBoundMs(): number {
+    return this.#canaryOpts.selfHealingReleaseMs ?? SELF_HEALING_WITNESS_SECONDS * 1000;
   }
 
   /** Takes the first resolution as the canary ("resolved at start", as a worker does). */
@@ -360,7 +379,7 @@ export class WatchState {
         const selfHealing = this.witnessSelfHealing;
         if (selfHealing) this.#selfHealingSince ??= now;
         const healedFor = this.#selfHealingSince === undefined ? undefined : now - this.#selfHealingSince;
-        const bound = this.#canaryOpts.selfHealingReleaseMs ?? SELF_HEALING_WITNESS_SECONDS * 1000;
+        const bound = this.#releaseBoundMs;
         if (this.#canaryOpts.releasedClientIds?.includes(w.clientId)) this.#release('operator', now, ev);
         else if (selfHealing && healedFor !== undefined && healedFor * 1000 >= bound) this.#release('self_healing', now, ev);
         else if (max !== undefined && (now - w.staleSinceSeconds) * 1000 >= max) this.#release('max_age', now, ev);
