@@ -55,7 +55,7 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
     for (const e of (['thanos', 'victoriametrics'] as const).filter((x) => engineListed(x))) {
       paths.push(await startEngineAlertPath(stack, e, { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval }));
     }
-    // vmalert once more at a 5 s evaluation interval, scrape unchanged: what docs/alerts.md ("Engines") offers
+    // vmalert once more at a 5 s evaluation interval, scrape unchanged: what docs/engines.md offers
     // for incident 2's 90 s target there, since each recorded level costs vmalert one evaluation interval.
     if (engineListed('victoriametrics')) {
       const p = await startEngineAlertPath(stack, 'victoriametrics', { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: VMALERT_FAST_EVALUATION });

@@ -6,7 +6,7 @@
  * examples"). vmalert keeps no local state: recording rule results and ALERTS/ALERTS_FOR_STATE exist
  * only through that remote write, and `for:` state is restored from remote read on a restart.
  *
- * The delays are VictoriaMetrics' production defaults, written out (docs/alerts.md, "Engines"):
+ * The delays are VictoriaMetrics' production defaults, written out (docs/engines.md):
  * -search.latencyOffset=30s (a sample is visible to queries 30 s after its timestamp, so a query
  * never sees a half-ingested last point) and -rule.evalDelay=30s (vmalert evaluates at now − 30 s to
  * match), so every page and resolution comes about 30 s later than on Prometheus; and

@@ -132,8 +132,8 @@ describe('end-to-end incident replays', () => {
   };
 
   // The cause annotation names the cause on every engine from the first notification. On VictoriaMetrics it once said
-  // "unknown" there: a cause record that was a new series at a state change was not yet readable (docs/alerts.md
-  // "Engines"); since contract v0.4 it reads the scraped hypha_serve_app_not_registered_cause_info, no recorded level.
+  // "unknown" there: a cause record that was a new series at a state change was not yet readable (docs/engines.md);
+  // since contract v0.4 it reads the scraped hypha_serve_app_not_registered_cause_info, no recorded level.
   const expectCause = async (p: AlertPath, cause: string | undefined, app: string, expected: string, what: string) => {
     if (cause === expected) return;
     throw new Error(`${what} paged with cause ${JSON.stringify(cause)}, not ${expected} (its context now: ${await contextOf(p, app)})`);

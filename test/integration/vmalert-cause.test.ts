@@ -5,7 +5,7 @@
 // a new series in VictoriaMetrics, not yet readable at the page's first evaluation: the first notifications said
 // "unknown" (0 and 2 of 5 right in two runs of this scenario, 2026-12-04). Since metric contract v0.4 the page and
 // its cause are scraped series, the exporter's decision and hypha_serve_app_not_registered_cause_info, read by the
-// alert and its annotations with no recorded level in between (docs/alerts.md "Engines").
+// alert and its annotations with no recorded level in between (docs/engines.md).
 // The end-to-end replay checks the same on the real stack; this makes the race likely.
 import http from 'node:http';
 import path from 'node:path';

@@ -4,7 +4,7 @@
 // names its file and shows vmalert-tool's own report. Also Alertmanager 0.35's amtool on
 // examples/alertmanager.yml (rules.test.ts checks Debian's 0.25).
 //
-// The translation, and nothing else (docs/alerts.md, "Engines"; /work/shared/reference/engines.md); every
+// The translation, and nothing else (docs/engines.md; /work/shared/reference/engines.md); every
 // expression, `for`, label and annotation template reaches vmalert-tool byte for byte:
 //   - `promql_expr_test` → `metricsql_expr_test` (vmalert-tool refuses promtool's name as an unknown field);
 //   - one rule per group: the rule files are copied with each group split into one group per rule, in
@@ -15,7 +15,7 @@
 //     series recorded earlier in its group sees the previous evaluation's value: each level of the pack's
 //     recording chain (fact, bridge, page, alert) would add one evaluation. Splitting gives promtool's
 //     semantics (in order, each rule sees the ones before it); a real vmalert still lags per level
-//     (docs/alerts.md, "Engines");
+//     (docs/engines.md);
 //   - the time origin: promtool's tests start at the Unix epoch, vmalert-tool's at 2000-01-01T00:00:00Z
 //     (946684800 s). Input series whose values are Unix times (names ending in `_timestamp_seconds`) are
 //     shifted by that much, and a date an expectation renders from one (`1970-01-01 hh:mm:ss +0000 UTC`,
