@@ -24,9 +24,7 @@ COPY tsconfig.json ./
 COPY deploy/tsconfig.build.json deploy/
 COPY src src
 # The rule model, for `hypha-serve-exporter rules` (a variant of the pack from the user's mixin config).
-COPY scripts/gen-rules.ts scripts/gen-prometheusrule.ts scripts/
-COPY scripts/lib/repo-root.ts scripts/lib/
-COPY scripts/rules scripts/rules
+COPY mixin mixin
 RUN npx tsc -p deploy/tsconfig.build.json
 COPY README.md CHANGELOG.md LICENSE ./
 COPY rules rules

@@ -25,7 +25,7 @@ export default tseslint.config(
     // src/status-page/browser/ has its own, with the DOM). A promise nobody awaits loses its rejection
     // (an unhandled rejection ends the process) and its ordering; a fire-and-forget call says so with
     // `void` and a comment where its errors are handled.
-    files: ['{src,scripts,bench,test,dashboards}/**/*.ts'],
+    files: ['{src,scripts,mixin,bench,test,dashboards}/**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

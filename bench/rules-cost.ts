@@ -14,7 +14,7 @@ import { startPrometheus } from '../test/harness/prometheus';
 import { DEBIAN_PROMETHEUS, PrometheusVersion } from '../test/harness/prometheus-versions';
 import { waitFor } from '../test/harness/proc';
 import { BIOENGINE_GATES, CAUSE_TEXT, REGISTRATION_STATES } from '../src/snapshot/registration';
-import { repoRoot } from '../scripts/lib/repo-root';
+import { repoRoot } from '../src/util/repo-root';
 
 const JOB = 'hypha-serve-exporter';
 const INTERVAL_S = 15;

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { startStack, Stack } from '../test/harness/stack';
 import { rayAppConfig } from '../test/harness/ray';
 import { waitFor } from '../test/harness/proc';
-import { repoRoot } from '../scripts/lib/repo-root';
+import { repoRoot } from '../src/util/repo-root';
 import { writeSection } from './stats';
 
 const minutes = Number(process.env.SOAK_MINUTES ?? 30);

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Dashboard, Panel, RowPanel } from '@grafana/grafana-foundation-sdk/dashboard';
 import { DASHBOARDS } from './index';
-import { repoRoot } from '../scripts/lib/repo-root';
+import { repoRoot } from '../src/util/repo-root';
 
 export interface RenderedDashboard {
   uid: string;

@@ -41,7 +41,7 @@ if [ "${1:-}" = validate ]; then
 fi
 
 # The chart and the kustomize base carry real copies (never symlinks, which some tools drop silently, and
-# kustomize reads no file outside its directory) of the generated PrometheusRule (scripts/gen-prometheusrule.ts
+# kustomize reads no file outside its directory) of the generated PrometheusRule (mixin/build.ts
 # writes deploy/kubernetes/prometheusrule.yaml) and of the dashboards (dashboards/build.ts writes
 # dashboards/json/); every copy must equal its source. --sync refreshes them.
 stale=0

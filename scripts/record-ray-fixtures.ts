@@ -19,7 +19,7 @@ import {
   startRay,
   summarizeApp,
 } from '../test/harness/ray';
-import { repoRoot } from './lib/repo-root';
+import { repoRoot } from '../src/util/repo-root';
 
 interface Args {
   rayBin?: string;

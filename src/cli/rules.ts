@@ -1,6 +1,6 @@
-// `hypha-serve-exporter rules`: the alerting-rules pack rendered from the rule model (scripts/rules/*.ts, shipped
-// compiled in dist/scripts) with a user's mixin config, so a variant needs neither a git checkout nor TypeScript.
-// The renderer is the one that writes the shipped rules (scripts/gen-prometheusrule.ts renderAll), never a copy.
+// `hypha-serve-exporter rules`: the alerting-rules pack rendered from the rule model (mixin/*.ts, shipped
+// compiled in dist/mixin) with a user's mixin config, so a variant needs neither a git checkout nor TypeScript.
+// The renderer is the one that writes the shipped rules (mixin/build.ts renderAll), never a copy.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RulesFlags } from './flags';
@@ -8,7 +8,7 @@ import type { RulesFlags } from './flags';
 /** Writes the variant's files; returns the exit code (2: a mixin config the model refuses, with the file and key). */
 export async function runRules(flags: RulesFlags, out: (text: string) => void, err: (text: string) => void): Promise<number> {
   const [{ loadMixinConfig }, { renderAll }, { repoRoot }] = await Promise.all([
-    import('../../scripts/rules/config'), import('../../scripts/gen-prometheusrule'), import('../../scripts/lib/repo-root'),
+    import('../../mixin/config'), import('../../mixin/build'), import('../util/repo-root'),
   ]);
   // The package root (its package.json): where the shipped rules/config/mixin.yml is.
   const root = repoRoot();

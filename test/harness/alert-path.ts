@@ -14,7 +14,7 @@ import { startThanosRuler, ThanosRuler } from './thanos';
 import { startVictoriaMetrics, VictoriaMetrics, VM_EVAL_DELAY_MS } from './victoriametrics';
 import { overriddenRuleFiles } from './rules-override';
 import { startWebhookReceiver } from './webhook-receiver';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 export const EXPORTER_JOB = 'hypha-serve-exporter';
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { freePorts } from './ports';
 import { Proc, startProc, waitFor } from './proc';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 export const EXAMPLE_WEBHOOK_BASE = 'http://127.0.0.1:5001';
 

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports';
 import { Proc, startProc, waitFor } from './proc';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 export const EXPORTER_BIN = path.join(repoRoot(), 'dist', 'src', 'main.js');
 

@@ -13,7 +13,7 @@ import { AlertmanagerOptions, alertmanagerBinary, alertmanagerConfig } from './a
 import { freePorts } from './ports';
 import { PrometheusServer, startPrometheus } from './prometheus';
 import { Proc, startProc, waitFor } from './proc';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 export const HA_EXAMPLES = path.join(repoRoot(), 'examples', 'ha');
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { hyphaWebsocketClient } from 'hypha-rpc';
 import WebSocket from 'ws';
 import { Proc, startProc, waitFor } from './proc';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 /**
  * A test client that registers services in Hypha the way a BioEngine

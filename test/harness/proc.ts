@@ -1,7 +1,7 @@
 import { spawn, ChildProcess, SpawnOptions } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 /**
  * A child process started in its own process group, with output teed to a log

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import YAML from 'yaml';
 import { freePorts } from './ports';
 import { Proc, startProc, waitFor } from './proc';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 const execFileP = promisify(execFile);
 

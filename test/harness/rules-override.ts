@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { loadMixinConfig, renderPack, scaleDurations } from '../../scripts/gen-rules';
+import { loadMixinConfig, renderPack, scaleDurations } from '../../mixin';
 import { parseDuration } from '../../src/util/duration';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 interface Rule { alert?: string; record?: string; expr: string; for?: string; [k: string]: unknown }
 interface RuleFile { groups: Array<{ name: string; interval?: string; rules: Rule[] }> }

@@ -17,7 +17,7 @@ import { RayCluster, startRay } from './ray';
 import { isSeq, parseDocument } from 'yaml';
 import { MIN_UNCERTAIN_WAIT } from '../../src/config/hypha-schema';
 import { durationMs } from '../../src/config/validators';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 export interface StackOptions {
   /** Divide every alert's `for:` by this (1 = shipped rules). */

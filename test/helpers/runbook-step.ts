@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { allSteps, RUNBOOKS_DIR, RunbookStep } from '../../scripts/runbook-steps';
 import { EXPORTER_BIN } from '../harness/exporter-process';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 export interface StepEnv {
   /** Directory the step runs in (files a step writes land here). */

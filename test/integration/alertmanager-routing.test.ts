@@ -13,7 +13,7 @@ import { freePorts } from '../harness/ports';
 import { Proc, startProc, waitFor } from '../harness/proc';
 import { alertmanagerVersions, AlertmanagerVersion, assertEngine } from '../harness/engines';
 import { AlertmanagerConfigObject, renderAlertmanagerConfig } from '../helpers/alertmanagerconfig';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(120_000);
 

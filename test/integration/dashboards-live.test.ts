@@ -27,7 +27,7 @@ import { artifactsDir, Proc, waitFor, startTogether } from '../harness/proc';
 import { PrometheusQueryError, PrometheusServer, startPrometheus } from '../harness/prometheus';
 import { RayCluster, rayAppConfig, ServeAppConfig, ServeDeployConfig, startRay } from '../harness/ray';
 import { exporterConfig as stackExporterConfig } from '../harness/stack';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(900_000);
 

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 import { assertPrometheusBinaries, prometheusVersions } from '../harness/prometheus-versions';
 import { ensureBuilt, runCli } from '../helpers/cli';
 import { tmpDir } from '../helpers/tmp';

@@ -25,7 +25,7 @@ import {
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { sleep } from '../helpers/e2e';
 import { alertmanager035, DEBIAN_ALERTMANAGER, requireEngine } from '../harness/engines';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(1_200_000);
 

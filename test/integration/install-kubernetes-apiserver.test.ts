@@ -13,7 +13,7 @@ import YAML from 'yaml';
 import { DeployTools, deployTools, KubeApiserver, run, startKubeApiserver } from '../harness/kube-apiserver';
 import { waitFor } from '../harness/proc';
 import { tmpDir } from '../helpers/tmp';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(1_800_000);
 const root = repoRoot();

@@ -24,7 +24,7 @@ import { RayCluster, rayAppConfig, startRay } from '../harness/ray';
 import { overriddenRuleFiles } from '../harness/rules-override';
 import { samplesOf, seriesValue } from '../helpers/exposition';
 import { tmpDir } from '../helpers/tmp';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(1_800_000);
 const execFileP = promisify(execFile);
@@ -130,11 +130,11 @@ describe('install: npm package and container image against real Ray Serve', () =
     }>;
     const files = packed[0].files.map((f) => f.path).sort();
     console.log(`npm pack: ${packed[0].filename}, ${packed[0].size} bytes packed, ${packed[0].unpackedSize} unpacked, ${files.length} files`);
-    // dist/scripts: the rule model the `rules` subcommand renders, with its defaults in rules/config/mixin.yml.
-    const allowed = [/^dist\/src\/.+\.js$/, /^dist\/scripts\/(gen-rules|gen-prometheusrule|rules\/[a-z-]+)\.js$/, /^rules\/[^/]+\.yml$/, /^rules\/config\/mixin\.yml$/, /^dashboards\/json\/[^/]+\.json$/, /^docs\/config\.schema\.json$/,
+    // dist/mixin: the rule model the `rules` subcommand renders, with its defaults in rules/config/mixin.yml.
+    const allowed = [/^dist\/src\/.+\.js$/, /^dist\/mixin\/[a-z-]+\.js$/, /^rules\/[^/]+\.yml$/, /^rules\/config\/mixin\.yml$/, /^dashboards\/json\/[^/]+\.json$/, /^docs\/config\.schema\.json$/,
       /^deploy\/systemd\/hypha-serve-exporter(-credentials)?\.(service|default|path)$/, /^package\.json$/, /^README\.md$/, /^CHANGELOG\.md$/, /^LICENSE$/];
     expect(files.filter((f) => !allowed.some((re) => re.test(f)))).toEqual([]);
-    for (const must of ['dist/src/main.js', 'dist/scripts/gen-prometheusrule.js', 'dist/scripts/rules/config.js', 'rules/config/mixin.yml',
+    for (const must of ['dist/src/main.js', 'dist/mixin/build.js', 'dist/mixin/config.js', 'dist/src/util/repo-root.js', 'rules/config/mixin.yml',
       'rules/alerts.yml', 'rules/recording.yml', 'docs/config.schema.json', 'README.md', 'CHANGELOG.md', 'package.json',
       'deploy/systemd/hypha-serve-exporter.service', 'deploy/systemd/hypha-serve-exporter.default']) {
       expect(files).toContain(must);

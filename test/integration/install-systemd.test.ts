@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseFlags } from '../../src/cli/flags';
 import { tmpDir } from '../helpers/tmp';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(600_000);
 const execFileP = promisify(execFile);

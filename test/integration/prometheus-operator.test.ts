@@ -24,7 +24,7 @@ import { startHypha, HyphaHandle } from '../harness/hypha';
 import { deployTools, KubeApiserver, run, startKubeApiserver } from '../harness/kube-apiserver';
 import { freePorts } from '../harness/ports';
 import { artifactsDir, Proc, startProc, waitFor } from '../harness/proc';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 import { DEBIAN_PROMETHEUS, prometheusVersions } from '../harness/prometheus-versions';
 import { prometheusBuildVersion } from '../harness/prometheus';
 import { startWebhookReceiver } from '../harness/webhook-receiver';

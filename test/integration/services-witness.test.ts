@@ -17,7 +17,7 @@ import { HyphaHandle, startHypha } from '../harness/hypha';
 import { StandinProvider, startStandinProvider } from '../harness/hypha-registrant';
 import { freePort } from '../harness/ports';
 import { artifactsDir, Proc, startProc, waitFor } from '../harness/proc';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(300_000);
 

@@ -3,7 +3,7 @@
 // seconds. Guards against a step that forgets its "already done" check (e.g. rebuilding
 // Prometheus 3, ~15 min cold).
 import { spawnSync } from 'node:child_process';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(300_000);
 

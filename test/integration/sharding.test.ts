@@ -21,7 +21,7 @@ import { HA_EXAMPLES, startPrometheusFromExample } from '../harness/ha-stack';
 import { BIOENGINE_PREFIX, bioengineApp } from '../helpers/bioengine-apps';
 import { sleep } from '../helpers/e2e';
 import { loadConfig } from '../../src/config/load';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(900_000);
 

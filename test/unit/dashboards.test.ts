@@ -15,7 +15,7 @@ import { allPanels, dashboardQueries, substitute, variables } from '../../dashbo
 import { LintContext, lintDashboard } from '../../dashboards/lib/lint';
 import { loadRules } from '../helpers/rule-metrics';
 import { FAMILIES } from '../../src/metrics/families';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(60_000);
 

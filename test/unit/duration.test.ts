@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from '../../src/config/load';
 import { duration, durationOrZero } from '../../src/config/validators';
 import { loadWebConfig } from '../../src/server/web-config';
 import { DURATION_PATTERN, durationProblem, formatDuration, MAX_DURATION_MS, parseDuration } from '../../src/util/duration';
-import { loadMixinConfig, scaleDurations } from '../../scripts/rules/config';
+import { loadMixinConfig, scaleDurations } from '../../mixin/config';
 import { tmpDir } from '../helpers/tmp';
 
 const S = 1000;

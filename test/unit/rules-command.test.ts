@@ -7,7 +7,7 @@ import YAML from 'yaml';
 import { ensureBuilt, runCli } from '../helpers/cli';
 import { tmpDir } from '../helpers/tmp';
 import { assertPrometheusBinaries, prometheusVersions } from '../harness/prometheus-versions';
-import { repoRoot } from '../../scripts/lib/repo-root';
+import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(120_000);
 

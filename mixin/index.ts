@@ -1,5 +1,5 @@
 // The alerting-rules pack as code: recording and alerting rules rendered from the mixin
-// configuration (rules/config/mixin.yml). scripts/gen-prometheusrule.ts is the command that
+// configuration (rules/config/mixin.yml). mixin/build.ts is the command that
 // writes rules/recording.yml, rules/alerts.yml and deploy/kubernetes/prometheusrule.yaml.
 //
 // Design (docs/alerts.md):
@@ -18,22 +18,22 @@
 // - A source that is down hides only what derives from it: joins on the label that names its upstream.
 // - Annotations make at most one query each, mostly of a recorded context series.
 import { Document, isMap, isScalar, isSeq, Scalar, YAMLMap } from 'yaml';
-import type { MixinConfig } from './rules/config';
-import { withSelector } from './rules/promql';
-import { Group, isAlert, Rule } from './rules/model';
-import { registrationGroup } from './rules/registration';
-import { workerGroup } from './rules/worker';
-import { quantileGroup, servicesGroup } from './rules/services';
-import { serveGroup } from './rules/serve';
-import { exporterGroup } from './rules/exporter';
+import type { MixinConfig } from './config';
+import { withSelector } from './promql';
+import { Group, isAlert } from './model';
+import { registrationGroup } from './registration';
+import { workerGroup } from './worker';
+import { quantileGroup, servicesGroup } from './services';
+import { serveGroup } from './serve';
+import { exporterGroup } from './exporter';
 
 export {
   ALERT_NAMES, ALERTS_PATH, loadMixinConfig, MIXIN_CONFIG_PATH, RECORDING_PATH, scaleDurations,
-} from './rules/config';
-export type { AlertName, MixinConfig } from './rules/config';
-export { humanDuration, withSelector } from './rules/promql';
-export { compact } from './rules/model';
-export type { AlertingRule, Group, RecordingRule } from './rules/model';
+} from './config';
+export type { MixinConfig } from './config';
+export { humanDuration, withSelector } from './promql';
+export { compact } from './model';
+export type { Group } from './model';
 
 /** The pack: `recording` holds what no alert expression reads (rules/recording.yml), `alerting` the groups of rules/alerts.yml. */
 export function buildRules(c: MixinConfig): { recording: Group[]; alerting: Group[] } {
@@ -47,14 +47,7 @@ export function buildRules(c: MixinConfig): { recording: Group[]; alerting: Grou
   return { recording, alerting };
 }
 
-/** Every rule of the pack, in file order (recording.yml, then alerts.yml). */
-export function allRules(c: MixinConfig): Rule[] {
-  const { recording, alerting } = buildRules(c);
-  return [...recording, ...alerting].flatMap((g) => g.rules);
-}
-
 export { isAlert };
-export type { Rule };
 
 // ---------------------------------------------------------------------------------------------
 // Rendering
@@ -115,7 +108,7 @@ function wrapComment(text: string): string {
 
 const GENERATED = (what: string) =>
   [
-    `# ${what} for hypha-serve-exporter, rendered by scripts/gen-rules.ts from rules/config/mixin.yml`,
+    `# ${what} for hypha-serve-exporter, rendered by mixin/index.ts from rules/config/mixin.yml`,
     '# (and a user config, if one was given). Do not edit: change the config or the generator, then run',
     '# `npm run build && npm run rules:gen` (docs/alerts.md). Loads on Prometheus 2.42 and 3.x.',
   ].join('\n');

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { durationProblem, formatDuration, parseDuration } from '../../src/util/duration';
+import { durationProblem, formatDuration, parseDuration } from '../src/util/duration';
 
 export const MIXIN_CONFIG_PATH = 'rules/config/mixin.yml';
 export const RECORDING_PATH = 'rules/recording.yml';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** The repository's root: the nearest directory with a package.json above this module, run from scripts/lib or dist/scripts/lib. */
+/** The package root: the nearest directory with a package.json above this module (src/util or dist/src/util, checkout or install). */
 export function repoRoot(): string {
   let d = __dirname;
   while (!fs.existsSync(path.join(d, 'package.json'))) {

@@ -5,7 +5,7 @@
 import type { MixinConfig } from './config';
 import { alert, Group, RecordingRule } from './model';
 import { block, bridge, decidedOver, humanDuration, ID, labels, m, prose, queryOf, serviceUpWithin } from './promql';
-import { FIRST_RELEASE_WITH_FIXES } from '../../src/util/bioengine-release';
+import { FIRST_RELEASE_WITH_FIXES } from '../src/util/bioengine-release';
 
 export const SERVICES = {
   latency: 'service_via_quantile:hypha_serve_service_call_duration_seconds:histogram_quantile_rate10m',

@@ -1,6 +1,6 @@
 // PromQL and text fragments the rule groups are written with. Each fragment that recurs in the
 // pack (the gap bridge, a source guard) is written here once.
-import type { FamilyName } from '../../src/metrics/families';
+import type { FamilyName } from '../src/metrics/families';
 import type { MixinConfig } from './config';
 
 /** An exporter metric, by its declared family name (a misspelt one fails to compile). */
