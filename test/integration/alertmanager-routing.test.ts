@@ -89,6 +89,20 @@ const TO_CHAT: Key[] = ['unhealthyEbiB'];
 /** HyphaServeSourceDown of Hypha-side sources (no ray_cluster): one group, one notification. */
 const ONE_HYPHA_OUTAGE: Key[] = ['hyphaDownA', 'amDownA', 'registryDownA', 'registryDownD'];
 
+/** A webhook receiver on `port` that records every delivery. */
+async function startDeliveryReceiver(port: number, deliveries: Delivery[]): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    let data = '';
+    req.on('data', (c: Buffer) => (data += c.toString('utf8')));
+    req.on('end', () => {
+      deliveries.push({ path: req.url ?? '', at: Date.now(), body: JSON.parse(data) as WebhookPayload });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
+  return server;
+}
+
 function sameAlert(labels: Record<string, string>, key: Key): boolean {
   const want = ALERTS[key].labels;
   return Object.keys(want).length === Object.keys(labels).length && Object.entries(want).every(([k, v]) => labels[k] === v);
@@ -104,15 +118,7 @@ describe.each(alertmanagerVersions().map((v) => [v.label, v] as const))('Alertma
   beforeAll(async () => {
     if (version !== alertmanagerVersions()[0]) assertEngine('alertmanager');
     const [receiverPort, amPort] = await freePorts(2);
-    receiver = http.createServer((req, res) => {
-      let data = '';
-      req.on('data', (c: Buffer) => (data += c.toString('utf8')));
-      req.on('end', () => {
-        deliveries.push({ path: req.url ?? '', at: Date.now(), body: JSON.parse(data) as WebhookPayload });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver?.listen(receiverPort, '127.0.0.1', () => resolve()));
+    receiver = await startDeliveryReceiver(receiverPort, deliveries);
 
     // The shipped example, with two documented test overrides: the webhooks point at this
     // test's receiver, and grouping waits are shortened so the test takes seconds.
@@ -224,15 +230,7 @@ describe.each(alertmanagerVersions().map((v) => [v.label, v] as const))('Alertma
   beforeAll(async () => {
     if (version !== alertmanagerVersions()[0]) assertEngine('alertmanager');
     const [receiverPort, amPort] = await freePorts(2);
-    receiver = http.createServer((req, res) => {
-      let data = '';
-      req.on('data', (c: Buffer) => (data += c.toString('utf8')));
-      req.on('end', () => {
-        deliveries.push({ path: req.url ?? '', at: Date.now(), body: JSON.parse(data) as WebhookPayload });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver?.listen(receiverPort, '127.0.0.1', () => resolve()));
+    receiver = await startDeliveryReceiver(receiverPort, deliveries);
     const text = fs.readFileSync(path.join(repoRoot(), 'examples', 'alertmanagerconfig.yaml'), 'utf8');
     expect(text).toContain(EXAMPLE_WEBHOOK_BASE);
     const amc = parse(text.split(EXAMPLE_WEBHOOK_BASE).join(`http://127.0.0.1:${receiverPort}`)) as AlertmanagerConfigObject;
