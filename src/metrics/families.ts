@@ -418,9 +418,9 @@ export const FAMILIES = [
     help: 'The exporter\'s decision on HyphaServiceCachedProxyStale: 1 when the holder\'s cached id has been stale for its cause\'s wait '
       + '(or is proven gone), held until the spell ends; 0 otherwise.',
     doc: 'The waits are `watched_services[].page_waits`: `uncertain` 2m, or `proven` 0s when the id is a Hypha server id the server replaced; '
-      + 'the page holds while the id stays stale, whatever the cause or the holders become. 0 for the canary of a self-healing witness that '
-      + 'has not paged (`hypha_serve_service_witness_self_healing`: a warning); a page that fired is not ended by a moment in which every '
-      + 'holder looks self-healing, only by the end of the spell. Kept across a restart with `--storage.path`; absent while staleness is unknown (the '
+      + 'the page holds while the id stays stale, whatever the cause becomes. Always 0 for the canary of a self-healing witness '
+      + '(`hypha_serve_service_witness_self_healing`: a warning; a discovered worker that is not listed still counts as a holder for '
+      + '`canary.self_healing_release`, so a reconnect after a Hypha restart does not make a witness self-healing). Kept across a restart with `--storage.path`; absent while staleness is unknown (the '
       + 'source down).',
     sample: (w, emit) => {
       for (const c of readHolders(w)) if (c.stale !== undefined) emit([w.service, c.holder], c.page?.firing === true ? 1 : 0);
@@ -486,8 +486,7 @@ export const FAMILIES = [
     help: '1 when the canary is the witness (stale) and every holder the exporter knows re-resolves by itself (at least one BioEngine worker, '
       + 'all self_healing, no configured holder): a warning, not a page; it ends by itself after canary.self_healing_release. 0 otherwise.',
     doc: '`HyphaServiceCachedProxyStale` does not page for the canary, `HyphaServiceCachedProxySelfHealing` warns, and the witness ends with reason '
-      + '`self_healing` once it has been so for `canary.self_healing_release` (5m). 0 while the canary\'s page holds (it fired before every '
-      + 'holder was self-healing): one page or one warning per witness. Only while the source is up and the canary is enabled.',
+      + '`self_healing` once it has been so for `canary.self_healing_release` (5m). Only while the source is up and the canary is enabled.',
     sample: (w, emit) => {
       if (w.health.up && w.witnessSelfHealing !== undefined) emit([w.service, w.health.hypha ?? ''], w.witnessSelfHealing ? 1 : 0);
     },

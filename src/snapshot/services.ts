@@ -209,9 +209,9 @@ export interface WatchedServiceSample {
    */
   workerHolders?: WorkerHolder[];
   /**
-   * The canary is the witness (stale), every holder the exporter knows is self-healing (at least one worker
-   * holder, no configured holder) and the canary has not paged in this spell: the witness is a warning, not a
-   * page, and ends by itself after selfHealingReleaseSeconds. undefined while there is no canary (disabled).
+   * The canary is the witness (stale) and every holder the exporter knows is self-healing (at least one worker
+   * holder, no configured holder): the witness is a warning, not a page, and ends by itself after
+   * selfHealingReleaseSeconds. undefined while there is no canary (disabled).
    */
   witnessSelfHealing?: boolean;
   /** How long a self-healing witness is kept (canary.self_healing_release, default 5 minutes). */

@@ -420,7 +420,7 @@ describe('end-to-end incident replays', () => {
       return true;
     }, 240_000, 1000);
     // The holders the exporter knows: one worker of a release that re-resolves its artifact-manager proxy, nothing older
-    // (the release workers it disconnects still count for canary.self_healing_release after they were last listed, 30 s here).
+    // (the release workers it disconnects still count until they have been missing for canary.self_healing_release, 30 s here).
     await workers?.disconnect();
     workers = undefined;
     const fixed = await startWorkerStandIn({ serverUrl: stack.hypha.url, token: stack.hypha.rootToken, clientId: 'e2e-worker-selfheal', version: '0.16.43', apps: {} });

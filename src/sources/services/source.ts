@@ -433,7 +433,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
       workerHolders: st.workers,
       selfHealingReleaseSeconds: (this.cfg.canary.selfHealingReleaseMs ?? SELF_HEALING_WITNESS_SECONDS * 1000) / 1000,
     };
-    if (this.cfg.canary.enabled) sample.witnessSelfHealing = st.selfHealingWarning;
+    if (this.cfg.canary.enabled) sample.witnessSelfHealing = st.witnessSelfHealing;
     if (up) sample.probeVerdicts = st.probeVerdicts(now, this.cfg.probeWindowMs);
     this.#published = true;
     this.store.setService(this.cfg.service, sample);

@@ -157,21 +157,17 @@ export const DEFAULT_STALE_PAGE_WAITS: StalePageWaits = { provenMs: 0, uncertain
 /**
  * The page of one stale held id, decided on its spell: it fires once the id has been stale for its
  * cause's wait (at once when the cause is proven final) and then holds until the spell ends (the id is
- * live again, the holder holds another, or the witness is released), whatever the cause or the holders
- * become. The canary of a self-healing witness does not page (it warns) and does not start the count of
- * a page. Once paged, a moment in which every holder looks self-healing (after a Hypha restart the
- * workers reconnect one by one, a fixed one first) does not end the page: unknown never un-pages; a
- * fleet that really heals ends the spell through the self-healing release.
+ * live again, or the holder holds another), whatever the cause becomes. The canary of a self-healing
+ * witness never pages (it warns), and does not start the count of a page either; a worker that is not
+ * listed for a moment still counts as a holder (setWorkers), so a reconnect does not make a witness
+ * self-healing.
  */
 export function decideStalePage(
   staleSinceSeconds: number, pagedSeconds: number | undefined, cause: StaleCause, selfHealing: boolean, nowSeconds: number, waits: StalePageWaits,
 ): StalePageDecision & { pagedSeconds?: number } {
   const due = staleSinceSeconds + (cause === 'server_gone' ? waits.provenMs : waits.uncertainMs) / 1000;
   const paged = pagedSeconds ?? (!selfHealing && nowSeconds >= due ? nowSeconds : undefined);
-  return {
-    firing: paged !== undefined, sinceSeconds: staleSinceSeconds, dueSeconds: paged ?? due, cause,
-    selfHealing: selfHealing && paged === undefined, pagedSeconds: paged,
-  };
+  return { firing: !selfHealing && paged !== undefined, sinceSeconds: staleSinceSeconds, dueSeconds: paged ?? due, cause, selfHealing, pagedSeconds: paged };
 }
 
 export class WatchState {
@@ -192,8 +188,8 @@ export class WatchState {
   readonly #canaryOpts: CanaryOptions;
   /** The BioEngine workers that hold the service by default (none while holders are configured). */
   #workers: WorkerHolder[] = [];
-  /** When each worker holder was last listed (for the retention of one that is not). */
-  readonly #workerSeen = new Map<string, number>();
+  /** Since when each retained worker holder has been missing from listings that list others. */
+  readonly #workerMissingSince = new Map<string, number>();
   /** Since when the witness has been self-healing without a break (its release is counted from here). */
   #selfHealingSince: number | undefined;
   #probeSpans: Partial<Record<ProbeVia, ProbeSpan>> = {};
@@ -286,23 +282,30 @@ export class WatchState {
    * holders are configured: a configured list wins). A set that is not all self-healing ends the spell at once.
    * A worker that is no longer listed is not news at once: right after Hypha restarts, its registry lists the
    * workers one by one as each reconnects (a fixed one may be back before an older one that holds a stale proxy,
-   * and a worker may take minutes), and a worker that is not listed still holds its proxy. So a worker stays a
-   * holder for canary.self_healing_release (5 minutes) after it was last listed, the time the exporter also takes
-   * to believe a fleet healed, and with none listed the last known stay (unknown never pages, and never un-pages);
-   * a worker gone for good (scaled down, restarted under a new client id) then stops counting.
+   * and a worker may take minutes), and a worker that is not listed still holds its proxy. So a worker missing
+   * from listings that list others stays a holder for canary.self_healing_release (5 minutes), the time the
+   * exporter also takes to believe a fleet healed; a listing with no worker at all (Hypha down or just back) is
+   * no news (unknown never pages, and never un-pages). A worker gone for good (scaled down, restarted under a new
+   * client id) then stops counting.
    */
   setWorkers(workers: readonly WorkerHolder[], nowSeconds: number): void {
     if (this.holderSpecs.length > 0) {
       this.#workers = [];
-      this.#workerSeen.clear();
+      this.#workerMissingSince.clear();
       return;
     }
-    for (const w of workers) this.#workerSeen.set(w.holder, nowSeconds);
-    const listed = new Set(workers.map((w) => w.holder));
-    const kept = workers.length === 0 ? this.#workers
-      : this.#workers.filter((w) => !listed.has(w.holder) && (nowSeconds - (this.#workerSeen.get(w.holder) ?? nowSeconds)) * 1000 < this.#releaseBoundMs);
-    this.#workers = [...workers, ...kept.filter((w) => !listed.has(w.holder))].sort((a, b) => a.holder.localeCompare(b.holder));
-    for (const h of [...this.#workerSeen.keys()]) if (!this.#workers.some((w) => w.holder === h)) this.#workerSeen.delete(h);
+    if (workers.length > 0) {
+      const listed = new Set(workers.map((w) => w.holder));
+      for (const h of listed) this.#workerMissingSince.delete(h);
+      const kept = this.#workers.filter((w) => {
+        if (listed.has(w.holder)) return false;
+        const since = this.#workerMissingSince.get(w.holder) ?? nowSeconds;
+        this.#workerMissingSince.set(w.holder, since);
+        return (nowSeconds - since) * 1000 < this.#releaseBoundMs;
+      });
+      this.#workers = [...workers, ...kept].sort((a, b) => a.holder.localeCompare(b.holder));
+      for (const h of [...this.#workerMissingSince.keys()]) if (!this.#workers.some((w) => w.holder === h)) this.#workerMissingSince.delete(h);
+    }
     if (!this.witnessSelfHealing) this.#selfHealingSince = undefined;
   }
 
@@ -318,14 +321,6 @@ export class WatchState {
   get witnessSelfHealing(): boolean {
     return this.#canary?.staleSinceSeconds !== undefined && this.holderSpecs.length === 0 && this.#workers.length > 0
       && this.#workers.every((w) => w.recovery === 'self_healing');
-  }
-
-  /**
-   * The self-healing witness as a warning: self-healing, and the canary has not paged in this spell (a page
-   * holds for its spell; one warning or page per witness, never both).
-   */
-  get selfHealingWarning(): boolean {
-    return this.witnessSelfHealing && this.#canary?.pagedSeconds === undefined;
   }
 
   /** canary.self_healing_release: how long the holders must heal before the witness ends, and a worker not listed still counts. */
@@ -545,7 +540,7 @@ export class WatchState {
     const okWithin = (s: ProbeSpan | undefined) => s?.lastOkSeconds !== undefined && nowSeconds - s.lastOkSeconds <= w;
     const { cached, fresh } = this.#probeSpans;
     const out: ProbeVerdicts = {};
-    if (watched(cached)) out.cachedFailing = !okWithin(cached) && okWithin(fresh) && !this.selfHealingWarning;
+    if (watched(cached)) out.cachedFailing = !okWithin(cached) && okWithin(fresh) && !this.witnessSelfHealing;
     if (spans.some(watched)) out.allFailing = !spans.some(okWithin);
     return out;
   }
