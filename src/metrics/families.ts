@@ -420,8 +420,8 @@ export const FAMILIES = [
     doc: 'The waits are `watched_services[].page_waits`: `uncertain` 2m, or `proven` 0s when the id is a Hypha server id the server replaced; '
       + 'the page holds while the id stays stale, whatever the cause becomes. Always 0 for the canary of a self-healing witness '
       + '(`hypha_serve_service_witness_self_healing`: a warning; a discovered worker that is not listed still counts as a holder for '
-      + '`canary.self_healing_release`, so a reconnect after a Hypha restart does not make a witness self-healing). Kept across a restart with `--storage.path`; absent while staleness is unknown (the '
-      + 'source down).',
+      + '`canary.self_healing_release`, so a reconnect after a Hypha restart does not make a witness self-healing). Kept across a '
+      + 'restart with `--storage.path`; absent while staleness is unknown (the source down).',
     sample: (w, emit) => {
       for (const c of readHolders(w)) if (c.stale !== undefined) emit([w.service, c.holder], c.page?.firing === true ? 1 : 0);
     },
