@@ -122,11 +122,16 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
+# The Prometheus Operator module's source directory (downloaded once into the Go module cache): its CRDs.
+operator_module_dir() {
+  (cd "$cache" && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" \
+    | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))')
+}
+
 crds="$cache/prometheus-operator-crds-$PROMETHEUS_OPERATOR_VERSION"
 if [ ! -f "$crds/.done" ]; then
   step "Prometheus Operator $PROMETHEUS_OPERATOR_VERSION CRDs from the Go module proxy"
-  moddir="$(cd "$cache" && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" \
-    | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))')"
+  moddir="$(operator_module_dir)"
   mkdir -p "$crds"
   cp "$moddir"/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml \
      "$moddir"/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml "$crds/"
@@ -138,8 +143,7 @@ fi
 amc_crd="$cache/prometheus-operator-alertmanagerconfig-crd-$PROMETHEUS_OPERATOR_VERSION"
 if [ ! -f "$amc_crd/.done" ]; then
   step "Prometheus Operator $PROMETHEUS_OPERATOR_VERSION AlertmanagerConfig CRD from the Go module proxy"
-  moddir="$(cd "$cache" && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" \
-    | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))')"
+  moddir="$(operator_module_dir)"
   mkdir -p "$amc_crd"
   cp "$moddir"/example/prometheus-operator-crd/monitoring.coreos.com_alertmanagerconfigs.yaml "$amc_crd/"
   chmod u+w "$amc_crd"/*.yaml
