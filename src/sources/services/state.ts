@@ -300,11 +300,14 @@ export class WatchState {
       const kept = this.#workers.filter((w) => {
         if (listed.has(w.holder)) return false;
         const since = this.#workerMissingSince.get(w.holder) ?? nowSeconds;
+        if ((nowSeconds - since) * 1000 >= this.#releaseBoundMs) {
+          this.#workerMissingSince.delete(w.holder);
+          return false;
+        }
         this.#workerMissingSince.set(w.holder, since);
-        return (nowSeconds - since) * 1000 < this.#releaseBoundMs;
+        return true;
       });
       this.#workers = [...workers, ...kept].sort((a, b) => a.holder.localeCompare(b.holder));
-      for (const h of [...this.#workerMissingSince.keys()]) if (!this.#workers.some((w) => w.holder === h)) this.#workerMissingSince.delete(h);
     }
     if (!this.witnessSelfHealing) this.#selfHealingSince = undefined;
   }
