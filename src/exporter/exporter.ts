@@ -170,7 +170,9 @@ export class Exporter {
 
   /** What the state file keeps (--storage.path): each running source's part of its handover, and the registration histories. */
   #saved(): SavedState {
-    const saved: SavedState = { witnesses: new Map(), holders: new Map(), serverIds: new Map(), registration: this.registration.histories() };
+    const saved: SavedState = {
+      witnesses: new Map(), holders: new Map(), workers: new Map(), serverIds: new Map(), registration: this.registration.histories(),
+    };
     for (const { desired, source } of this.#sources.values()) desired.save?.(source.handover(), saved);
     return saved;
   }

@@ -1,5 +1,5 @@
 import type { RegistrationHistory } from './registration';
-import type { CanaryRecord, HeldId } from './services';
+import type { CanaryRecord, HeldId, RetainedWorker } from './services';
 
 // The restart handover: what an exporter restart starts from (--storage.path; see persisted.ts). Never part of the
 // snapshot: the exporter gathers it from the sources' handovers and the registration stage, and
@@ -24,6 +24,8 @@ export interface RestartHandover {
   witnesses: ReadonlyMap<string, CanaryRecord>;
   /** Stale configured holders (their spells and pages) by watched service id. */
   holders: ReadonlyMap<string, readonly HeldId[]>;
+  /** The BioEngine worker holders known while the witness was stale, by watched service id. */
+  workers: ReadonlyMap<string, readonly RetainedWorker[]>;
   /** Registration history by registrationKey(). */
   registration: ReadonlyMap<string, RegistrationHistory>;
   /** What each connection saw of its Hypha server's id, by serverIdKey(). */
@@ -36,6 +38,8 @@ export interface SavedState {
   witnesses: Map<string, CanaryRecord>;
   /** Each watched service's configured holders that named an id, by service id (the file keeps the stale ones). */
   holders: Map<string, readonly HeldId[]>;
+  /** Each watched service's known BioEngine worker holders, by service id (the file keeps those of stale witnesses). */
+  workers: Map<string, readonly RetainedWorker[]>;
   /** What each connection saw of its Hypha server's id, by serverIdKey(). */
   serverIds: Map<string, ServerIdFacts>;
   /** The history of every app the registration stage judged. */

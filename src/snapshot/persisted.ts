@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../util/log';
 import { REGISTRATION_STATES } from './registration';
+import { HOLDER_RECOVERIES, HolderRecovery } from './services';
 
 const knownGate = z.enum(['deregisters_at_zero', 'serviceable_at_zero']);
 import { registrationKey, RestartHandover, SavedState } from './handover';
@@ -33,6 +34,13 @@ const heldIdSchema = z.object({
   sinceSeconds: z.number().optional(),
   staleSinceSeconds: z.number().optional(),
   pagedSeconds: z.number().optional(),
+});
+
+const workerSchema = z.object({
+  holder: z.string(),
+  version: z.string().optional(),
+  recovery: z.custom<HolderRecovery>((v) => HOLDER_RECOVERIES.includes(v as HolderRecovery)),
+  missingSinceSeconds: z.number().optional(),
 });
 
 const historySchema = z.object({
@@ -77,6 +85,9 @@ const stateSchema = z.object({
   serverIds: z.record(z.string(), serverIdSchema).optional(),
   // Optional likewise. Without it a restart starts a stale holder's spell, and its page's wait, anew.
   holders: z.record(z.string(), z.array(heldIdSchema)).optional(),
+  // Optional likewise. Without it a restart (or `check`) during a Hypha restart, before the workers are listed
+  // again, judges a stale witness without its holders: a self-healing witness pages.
+  workers: z.record(z.string(), z.array(workerSchema)).optional(),
 });
 
 export type PersistedState = z.infer<typeof stateSchema>;
@@ -100,7 +111,10 @@ export function persistedStateOf(saved: SavedState, nowSeconds: number): Persist
     const stale = held.filter((h) => h.staleSinceSeconds !== undefined);
     if (stale.length > 0) holders[service] = stale.map((h) => ({ ...h }));
   }
-  return { version: 1, savedSeconds: nowSeconds, witnesses, registration, serverIds, holders };
+  // The workers matter only to a stale witness (whether it is self-healing): kept with it.
+  const workers: NonNullable<PersistedState['workers']> = {};
+  for (const [service, known] of saved.workers) if (witnesses[service] && known.length > 0) workers[service] = known.map((w) => ({ ...w }));
+  return { version: 1, savedSeconds: nowSeconds, witnesses, registration, serverIds, holders, workers };
 }
 
 /** Reads the state file; a missing, unreadable, malformed or too old file restores nothing (and says why). */
@@ -134,6 +148,7 @@ export function loadPersistedState(dir: string, log: Logger, nowSeconds = Date.n
     registration: new Map(parsed.registration.map((r) => [registrationKey(r.cluster, r.app), r.history])),
     serverIds: new Map(Object.entries(parsed.serverIds ?? {})),
     holders: new Map(Object.entries(parsed.holders ?? {})),
+    workers: new Map(Object.entries(parsed.workers ?? {})),
   };
 }
 

@@ -37,6 +37,16 @@ export interface WorkerHolder {
   recovery: HolderRecovery;
 }
 
+/**
+ * A worker holder as a successor takes it over (a reload's handover, the state file across a restart): a
+ * fresh process that has not listed the workers yet, or lists them while they reconnect one by one after a
+ * Hypha restart, must judge the witness by the same holders as its predecessor.
+ */
+export interface RetainedWorker extends WorkerHolder {
+  /** Since when it has been missing from listings that list other workers (absent: listed last time). */
+  missingSinceSeconds?: number;
+}
+
 /** Holder label of the exporter's own long-lived proxy. */
 export const CANARY_HOLDER = 'exporter';
 

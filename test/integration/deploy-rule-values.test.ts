@@ -4,7 +4,8 @@
  * pinned helm: each value changes what it says and nothing else, the defaults render the generated rules
  * unchanged, the tweaked groups load in the real promtool, and the config the chart writes passes the
  * exporter's own --config.check. Kustomize: a variant rendered by the bin's `rules` subcommand, patched over
- * the base's PrometheusRule by an overlay (docs/install.md), with the pinned kustomize.
+ * the base's PrometheusRule by an overlay (docs/install.md), with the pinned kustomize. The examples of
+ * docs/install.md (values and overlay), copied as written, render with every knob in effect.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -228,6 +229,66 @@ describe('chart: rule and page-wait values', () => {
   });
 });
 
+/** The ```yaml blocks of docs/install.md, in order: what a user copies. */
+function installDocYaml(): string[] {
+  const doc = fs.readFileSync(path.join(root, 'docs/install.md'), 'utf8');
+  return [...doc.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((x) => x[1]);
+}
+
+describe('docs/install.md: the chart examples render as they say', () => {
+  const t = tmpDir('hse-install-doc-');
+  afterAll(() => t.cleanup());
+  const blocks = installDocYaml();
+  const block = (first: string) => {
+    const b = blocks.find((x) => x.startsWith(first));
+    if (!b) throw new Error(`docs/install.md has no yaml block starting with ${first}`);
+    return b;
+  };
+  const render = async (files: string[], show: string) => {
+    const r = await helm(['template', 'hse', chart, '-n', 'monitoring', '--api-versions', 'monitoring.coreos.com/v1', '--show-only', show, ...files.flatMap((f) => ['-f', f])]);
+    if (r.code !== 0) throw new Error(r.out);
+    return YAML.parse(r.stdout) as Record<string, unknown>;
+  };
+
+  it('the typical my-values.yaml, then "Tuning the rules" on top: every knob shows in what the chart renders', async () => {
+    const typical = t.write('my-values.yaml', block('config:'));
+    const tuning = t.write('tuning.yaml', block('prometheusRule:'));
+    const files = [typical, tuning];
+    const rule = (await render(files, 'templates/prometheusrule.yaml')) as { metadata: { labels: Record<string, string> }; spec: { groups: Group[] } };
+    const all = rule.spec.groups.flatMap((g) => g.rules).filter((r) => r.alert);
+    // prometheusRule.additionalLabels of the typical values: kube-prometheus-stack's ruleSelector.
+    expect(rule.metadata.labels.release).toBe('kube-prometheus-stack');
+    // disabled, severity, additionalRuleLabels, additionalRuleAnnotations, runbookUrl as the block's comments say.
+    expect(all.map((r) => r.alert)).not.toContain('HyphaServiceClientIdChurn');
+    expect(all.length).toBeGreaterThan(10);
+    expect(all.find((r) => r.alert === 'HyphaServeAppUnhealthy')?.labels?.severity).toBe('critical');
+    for (const r of all) {
+      expect([r.alert, r.labels?.team]).toEqual([r.alert, 'ml-platform']);
+      expect(r.annotations?.dashboard).toBe('https://grafana.example.org/d/hypha');
+      expect(r.annotations?.runbook_url).toBe(`https://wiki.example.org/hypha-serve-exporter/runbooks/${r.alert as string}.md`);
+    }
+    // jobSelector "": the default, which follows the ServiceMonitor's job.
+    expect(YAML.stringify(rule.spec.groups)).toContain(SELECTOR);
+    // pageWaits into the exporter's config, beside the typical config.
+    const cm = (await render(files, 'templates/configmap.yaml')) as { data: { 'config.yml': string } };
+    const config = YAML.parse(cm.data['config.yml']) as Record<string, unknown>;
+    expect(config.ray_clusters).toEqual([{ name: 'prod', dashboard_url: 'http://raycluster-prod-head-svc.ray.svc:8265' }]);
+    expect(config.hypha_registration).toEqual({ page_waits: { uncertain: '10m' } });
+    expect(config.watched_services).toEqual([{ service: 'public/artifact-manager', page_waits: { uncertain: '3m' }, probe_window: '5m' }]);
+    // The exporter accepts the config the docs' values give it, with the token where the chart projects its Secret.
+    ensureBuilt();
+    const secrets = path.dirname(t.write('hypha-token', 'token'));
+    const r = await runCli(['--config.check', `--config.file=${t.write('config.yml', cm.data['config.yml'].split('/run/secrets/hypha-serve-exporter/').join(`${secrets}/`))}`]);
+    expect(`${r.stdout}${r.stderr}`).not.toMatch(/error/);
+    expect(r.code).toBe(0);
+    // The ServiceMonitor carries the typical values' label, two replicas get their PodDisruptionBudget.
+    const sm = (await render(files, 'templates/servicemonitor.yaml')) as { metadata: { labels: Record<string, string> } };
+    expect(sm.metadata.labels.release).toBe('kube-prometheus-stack');
+    const sts = (await render(files, 'templates/statefulset.yaml')) as { spec: { replicas: number } };
+    expect(sts.spec.replicas).toBe(2);
+  });
+});
+
 describe('kustomize: a variant of the pack patched over the base', () => {
   const t = tmpDir('hse-kustomize-rules-');
   afterAll(() => t.cleanup());
@@ -245,12 +306,10 @@ describe('kustomize: a variant of the pack patched over the base', () => {
     const r = await runCli(['rules', `--config=${mixin}`, `--out=${path.join(overlay, 'my-rules')}`]);
     expect(r.code).toBe(0);
     const base = path.join(root, 'deploy/kubernetes');
-    fs.writeFileSync(path.join(overlay, 'kustomization.yaml'), YAML.stringify({
-      apiVersion: 'kustomize.config.k8s.io/v1beta1',
-      kind: 'Kustomization',
-      resources: [path.relative(overlay, base)],
-      patches: [{ path: 'my-rules/prometheusrule.yaml' }],
-    }));
+    // The overlay of docs/install.md as written, its base path pointed at this checkout's.
+    const doc = installDocYaml().find((b) => b.startsWith('# my-overlay/kustomization.yaml'));
+    expect(doc).toContain('../deploy/kubernetes');
+    fs.writeFileSync(path.join(overlay, 'kustomization.yaml'), (doc ?? '').replace('../deploy/kubernetes', path.relative(overlay, base)));
     const built = await run(tool('KUSTOMIZE'), ['build', overlay]);
     expect(built.out).not.toMatch(/Error/);
     expect(built.code).toBe(0);

@@ -128,13 +128,20 @@ describe('sharding: exporters with disjoint Ray clusters, one job per shard', ()
     // Both shards sample the Hypha registry, each under its own job (west cannot reach it).
     expect((await prom.vector('hypha_serve_source_up{source="hypha"}')).map((s) => [s.metric.job, s.value[1]]).sort()).toEqual([[EAST, '1'], [WEST, '0']]);
     // Dashboard template variables (label_values(expr, label)) with "All" selected (.+) upstream.
-    const dash = JSON.parse(fs.readFileSync(path.join(repoRoot(), 'dashboards', 'json', 'serve-hypha-overview.json'), 'utf8')) as { templating: { list: Array<{ name: string; query?: unknown }> } };
+    // Each `$var` becomes that variable's own allValue, as Grafana substitutes it (`cluster` is `.*`:
+    // these shards' series carry no cluster label).
+    const dash = JSON.parse(fs.readFileSync(path.join(repoRoot(), 'dashboards', 'json', 'serve-hypha-overview.json'), 'utf8')) as { templating: { list: Array<{ name: string; query?: unknown; allValue?: string }> } };
     const values = async (name: string) => {
       const v = dash.templating.list.find((x) => x.name === name);
       const q = typeof v?.query === 'string' ? v.query : (v?.query as { query?: string } | undefined)?.query;
       const m = /^label_values\((.*),\s*(\w+)\)$/.exec(q ?? '');
       if (!m) throw new Error(`dashboard variable ${name}: unexpected query ${String(q)}`);
-      const expr = m[1].replace(/\$\w+/g, '.+');
+      const allValue = (ref: string) => {
+        const all = dash.templating.list.find((x) => x.name === ref)?.allValue;
+        if (all === undefined) throw new Error(`dashboard variable ${name} refers to $${ref}, which has no allValue`);
+        return all;
+      };
+      const expr = m[1].replace(/\$(\w+)/g, (_, ref: string) => allValue(ref));
       return (await prom.vector(`group by (${m[2]}) (${expr})`)).map((s) => s.metric[m[2]]).sort();
     };
     expect(await values('job')).toEqual([EAST, WEST]);

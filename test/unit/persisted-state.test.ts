@@ -35,6 +35,7 @@ function savedWith(histories: SavedState['registration'], canaryStale: boolean):
   return {
     witnesses: new Map([['public/artifact-manager', canary]]),
     holders: new Map(),
+    workers: new Map(),
     // The registry connection has not reported an id yet.
     serverIds: new Map([[serverIdKey('hypha', 'main'), { replaced: [] }]]),
     registration: histories,
@@ -76,6 +77,31 @@ describe('state that survives a restart', () => {
     new PersistedStateWriter(dir, () => saved, log).flush();
     const restart = loadPersistedState(dir, log, Date.now() / 1000 + 5);
     expect(restart?.holders.get('public/artifact-manager')).toEqual([{ name: 'w-stale', clientId: 'old', sinceSeconds: 10, staleSinceSeconds: 100, pagedSeconds: 220 }]);
+  });
+
+  it('the worker holders of a stale witness survive a restart (a fresh process must not judge it without them); of a live canary they are not kept', () => {
+    const known = [
+      { holder: 'w-new', version: '0.16.43', recovery: 'self_healing' as const },
+      { holder: 'w-gone', version: '0.16.1', recovery: 'stays_stale' as const, missingSinceSeconds: 250 },
+    ];
+    const { log } = memoryLogger();
+    const roundTrip = (stale: boolean) => {
+      const saved = savedWith([], stale);
+      saved.workers.set('public/artifact-manager', known);
+      const dir = tmp();
+      new PersistedStateWriter(dir, () => saved, log).flush();
+      return loadPersistedState(dir, log, Date.now() / 1000 + 5);
+    };
+    expect(roundTrip(true)?.workers.get('public/artifact-manager')).toEqual(known);
+    expect(roundTrip(false)?.workers.get('public/artifact-manager')).toBeUndefined();
+    // A file with an unknown recovery is malformed: nothing restored (never a guess).
+    const dir = tmp();
+    new PersistedStateWriter(dir, () => {
+      const saved = savedWith([], true);
+      saved.workers.set('public/artifact-manager', [{ holder: 'w', recovery: 'healed' as never }]);
+      return saved;
+    }, log).flush();
+    expect(loadPersistedState(dir, log, Date.now() / 1000 + 5)).toBeUndefined();
   });
 
   it('what each connection saw of its server id survives a restart: a server that came back under a new id stays known', () => {

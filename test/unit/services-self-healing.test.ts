@@ -217,6 +217,44 @@ describe('WatchState: the self-healing witness', () => {
     expect(cycle(next, 399)).toEqual({});
     expect(cycle(next, 400).witnessReleased?.reason).toBe('self_healing');
   });
+
+  test('a successor (a reload, or a restart and `check` through the state file) judges by the workers its predecessor knew, not only those listed now', () => {
+    const st = new WatchState({ enabled: true }, 'list');
+    st.setWorkers([healing('w1'), old('w-old')], 0);
+    witness(st);
+    // Hypha restarted: only w1 is back; w-old is missing since 130 and still holds.
+    st.setWorkers([healing('w1')], 130);
+    const known = st.handover().workers;
+    expect(known).toEqual([{ ...old('w-old'), missingSinceSeconds: 130 }, healing('w1')]);
+    const page = (s: WatchState, t: number) => s.judge(t, DEFAULT_STALE_PAGE_WAITS, () => true).find((c) => c.holder === 'exporter')?.page;
+    // A reload while no worker is listed: the predecessor's workers, the page as before.
+    const reloaded = new WatchState({ enabled: true }, 'list', [], st.handover());
+    reloaded.setWorkers([], 140);
+    cycle(reloaded, 140);
+    expect(reloaded.workers).toEqual([old('w-old'), healing('w1')]);
+    expect(page(reloaded, 140)).toMatchObject({ firing: true, selfHealing: false });
+    // A restart (the witness and the workers from the state file): w-old's missing time goes on, so it stops
+    // counting at the same moment as in the predecessor.
+    const restarted = new WatchState({ enabled: true }, 'list', [], undefined, st.canary, [], known);
+    restarted.setWorkers([healing('w1')], 150);
+    expect(restarted.witnessSelfHealing).toBe(false);
+    restarted.setWorkers([healing('w1')], 130 + SELF_HEALING_WITNESS_SECONDS);
+    expect(restarted.witnessSelfHealing).toBe(true);
+    // Only self-healing workers known, none listed yet (the fresh process during the reconnect): self-healing, no
+    // page, as the running exporter says. Without what the predecessor knew it would page.
+    const healingOnly = [healing('w1')];
+    const fresh = new WatchState({ enabled: true }, 'list', [], undefined, st.canary, [], healingOnly);
+    fresh.setWorkers([], 160);
+    cycle(fresh, 160);
+    expect(page(fresh, 160)).toMatchObject({ firing: false, selfHealing: true });
+    const blind = new WatchState({ enabled: true }, 'list', [], undefined, st.canary, []);
+    blind.setWorkers([], 160);
+    cycle(blind, 160);
+    expect(page(blind, 160)).toMatchObject({ firing: true, selfHealing: false });
+    // A configured holder list still wins over what was retained.
+    const configured = new WatchState({ enabled: true }, 'list', [{ name: 'kth', reportsId: false, probeMethod: 'list_apps' }], undefined, st.canary, [], known);
+    expect(configured.workers).toEqual([]);
+  });
 });
 
 /**

@@ -30,13 +30,19 @@ export const watchedServicesPlanner = (workers?: WorkerHolders): SourcePlanner =
           log.child({ source: 'hypha_service', target: w.service }),
           {
             handover,
-            restart: { witness: restart?.witnesses.get(w.service), holders: restart?.holders.get(w.service), serverIds: restart?.serverIds.get(idKey) },
+            restart: {
+              witness: restart?.witnesses.get(w.service),
+              holders: restart?.holders.get(w.service),
+              workers: restart?.workers.get(w.service),
+              serverIds: restart?.serverIds.get(idKey),
+            },
             workers,
           },
         ),
       save: (h, into) => {
         if (h.watch.canary) into.witnesses.set(w.service, h.watch.canary);
         into.holders.set(w.service, h.watch.holders);
+        into.workers.set(w.service, h.watch.workers ?? []);
         into.serverIds.set(idKey, h.serverIds);
       },
     };

@@ -3,7 +3,7 @@ import type { HolderConfig, ProbeCall, WatchedServiceConfig } from '../../config
 import type { SnapshotStore } from '../../snapshot/store';
 import type { ServerIdFacts } from '../../snapshot/handover';
 import type { SourceHealth } from '../../snapshot/health';
-import { CanaryRecord, HeldId, HolderProbeResult, ProbeResult, ProbeVia, WatchedServiceSample } from '../../snapshot/services';
+import { CanaryRecord, HeldId, HolderProbeResult, ProbeResult, ProbeVia, RetainedWorker, WatchedServiceSample } from '../../snapshot/services';
 import { errorMessage, SourceError } from '../../util/errors';
 import { HealthBook } from '../health-book';
 import { HyphaClient, HyphaConnectOptions, HyphaConnection } from '../hypha/client';
@@ -40,7 +40,7 @@ export interface WatchedServiceHandover {
 /** What a watched-service source starts from: its predecessor's handover (a reload), or the restart handover (what was saved before a restart). */
 export interface WatchedServiceStart {
   handover?: WatchedServiceHandover;
-  restart?: { witness?: CanaryRecord; holders?: readonly HeldId[]; serverIds?: ServerIdFacts };
+  restart?: { witness?: CanaryRecord; holders?: readonly HeldId[]; workers?: readonly RetainedWorker[]; serverIds?: ServerIdFacts };
   /** The BioEngine workers of its server, its holders when none is configured (served by the exporter); none when absent. */
   workers?: WorkerHolders;
 }
@@ -97,7 +97,7 @@ export class WatchedServiceSource implements Source<WatchedServiceHandover> {
     }
     this.#serverIds = new ServerIdWatch(handover?.serverIds ?? restart?.serverIds);
     const holderSpecs: HolderSpec[] = cfg.holders.map((h) => ({ name: h.name, reportsId: h.method !== undefined, probeMethod: h.probe?.method }));
-    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, handover?.watch, restart?.witness, restart?.holders);
+    this.#state = new WatchState(cfg.canary, cfg.probe?.method, holderSpecs, handover?.watch, restart?.witness, restart?.holders, restart?.workers);
     this.#state.setWorkers(this.#workerHolders(), Date.now() / 1000);
     this.#client = new HyphaClient({
       ...conn.options,

@@ -14,6 +14,7 @@ import {
   ProbeResult,
   ProbeVerdicts,
   ProbeVia,
+  RetainedWorker,
   StaleCause,
   StalePageDecision,
   WitnessReleaseReason,
@@ -132,6 +133,8 @@ export interface WatchHandover {
   selfHealingSinceSeconds?: number;
   /** Per probe path, since when it has been probed and its last success (absent in older handovers: watched anew). */
   probeSpans?: Partial<Record<ProbeVia, ProbeSpan>>;
+  /** The worker holders known (absent in older handovers: only the workers listed now). */
+  workers?: RetainedWorker[];
 }
 
 /** How long a probe path has been watched (this process or its predecessor of a reload) and when it last succeeded. */
@@ -204,6 +207,8 @@ export class WatchState {
     restartWitness?: Canary,
     /** Stale holders saved before an exporter restart: their spells and pages go on. */
     restartHolders?: readonly HeldId[],
+    /** The worker holders known before an exporter restart (saved with a stale witness). */
+    restartWorkers?: readonly RetainedWorker[],
   ) {
     this.#canaryOpts = canary;
     // Zero series for the configured probes so rate() sees the first failure.
@@ -216,7 +221,18 @@ export class WatchState {
     else {
       if (restartWitness && canary.enabled) this.#canary = { ...restartWitness };
       this.#takeHolders(restartHolders ?? []);
+      this.#takeWorkers(restartWorkers ?? []);
     }
+  }
+
+  /** Retained workers count until setWorkers judges them against the listings (configured holders win). */
+  #takeWorkers(workers: readonly RetainedWorker[]): void {
+    if (this.holderSpecs.length > 0) return;
+    for (const { missingSinceSeconds, ...w } of workers) {
+      this.#workers.push(w);
+      if (missingSinceSeconds !== undefined) this.#workerMissingSince.set(w.holder, missingSinceSeconds);
+    }
+    this.#workers.sort((a, b) => a.holder.localeCompare(b.holder));
   }
 
   /** Holders a reload removed from the config are not taken over. */
@@ -240,6 +256,7 @@ export class WatchState {
     for (const c of handover.calls) this.#calls.set(key(c.method, c.via, c.outcome, c.holder), c);
     Object.assign(this.#lastProbes, handover.lastProbes);
     this.#takeHolders(handover.holders);
+    this.#takeWorkers(handover.workers ?? []);
     for (const p of handover.holderProbes) {
       const spec = this.holderSpecs.find((h) => h.name === p.holder);
       if (spec?.probeMethod === p.method) this.#holderProbes.set(p.holder, p);
@@ -274,6 +291,10 @@ export class WatchState {
       holderProbes: this.holderProbes,
       ...(this.#selfHealingSince !== undefined ? { selfHealingSinceSeconds: this.#selfHealingSince } : {}),
       probeSpans: { ...this.#probeSpans },
+      workers: this.#workers.map((w) => {
+        const missing = this.#workerMissingSince.get(w.holder);
+        return missing !== undefined ? { ...w, missingSinceSeconds: missing } : { ...w };
+      }),
     };
   }
 
