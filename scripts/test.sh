@@ -29,8 +29,8 @@ npm run --silent lint || { rc=1; lint_failed=1; }
 
 # Integration files mostly wait (for rule `for:` windows, pages, restarts): one file at a time
 # keeps the 2 CI cores about a quarter busy. So three lanes run side by side, each one file at a
-# time, split by their measured durations (test-artifacts/jest-integration-*.json of a CI run: about
-# 15 min each). Three files run alone afterwards: the HA pair, whose "exactly once" rests on
+# time, split by their measured durations (test-artifacts/jest-integration-*.json of a local run on 2 cores,
+# 2026-12-07: about 20-21 min each, e2e-incidents alone 19 min). Three files run alone afterwards: the HA pair, whose "exactly once" rests on
 # Alertmanager gossip within its peer timeout; the status page in a real browser, which waits for a
 # real Ray to scale a deployment to zero and BioEngine's proxy to deregister (beside two other lanes'
 # Ray clusters on CI's 2 cores it failed in two of three CI runs: a Ray deadline once, the wait once); and the setup
@@ -39,8 +39,8 @@ npm run --silent lint || { rc=1; lint_failed=1; }
 alone=(ha-pair status-page-browser setup-idempotent)
 # Lane b takes every file not listed here (a new file lands there), and every install-* file (they
 # apt-get and build images): lanes a and c list none.
-lane_a=(e2e-incidents runbooks-apps hypha-client services-witness services-providers alertmanager-routing server-id)
-lane_c=(vmalert-cause page-continuity dashboards-live hypha-registration prometheus-versions runbooks-hypha credentials services-restart ray-serve-exporter runbooks-web ray-harness hypha-faults)
+lane_a=(e2e-incidents services-witness services-providers alertmanager-routing server-id)
+lane_c=(vmalert-cause page-continuity dashboards-live hypha-registration prometheus-versions runbooks-hypha credentials services-restart ray-serve-exporter runbooks-web ray-harness hypha-faults runbooks-apps hypha-client)
 lanes=(integration-a integration-b integration-c)
 pattern() { local IFS='|'; echo "test/integration/($*)\\.test\\.ts$"; }
 if [ "${INTEGRATION_LANES:-3}" = 1 ]; then
