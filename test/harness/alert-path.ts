@@ -11,10 +11,11 @@ import { Alertmanager, startAlertmanager } from './alertmanager';
 import { firingAlertNames, guarded, queryVector, Teardown } from './engine-api';
 import { PrometheusServer, Sample, startPrometheus } from './prometheus';
 import { startThanosRuler, ThanosRuler } from './thanos';
-import { startVictoriaMetrics, VictoriaMetrics, VM_EVAL_DELAY_MS } from './victoriametrics';
+import { startVictoriaMetrics, VictoriaMetrics, VM_DELAYS, VM_EVAL_DELAY_MS } from './victoriametrics';
 import { overriddenRuleFiles } from './rules-override';
 import { startWebhookReceiver } from './webhook-receiver';
 import { repoRoot } from '../../src/util/repo-root';
+import { parseDuration } from '../../src/util/duration';
 
 export const EXPORTER_JOB = 'hypha-serve-exporter';
 
@@ -34,6 +35,8 @@ export interface AlertChainOptions {
   prometheusBinary?: string;
   /** Where the receiver logs every notification. */
   pagesLog: string;
+  /** VictoriaMetrics only: -search.latencyOffset and -rule.evalDelay (default: its production 30 s). */
+  vmDelay?: string;
 }
 
 export interface AlertChain {
@@ -133,11 +136,12 @@ export async function startEngineChain(engine: RuleEngine, o: EngineChainOptions
         firing: () => firingAlertNames(th.ruleUrl),
       };
     }
-    const v: VictoriaMetrics = await startVictoriaMetrics(common);
+    const v: VictoriaMetrics = await startVictoriaMetrics({ ...common, delay: o.vmDelay });
+    const delay = o.vmDelay ?? VM_DELAYS.evalDelay;
     t.add(() => v.stop());
     return {
-      ...base, label: `VictoriaMetrics ${v.version}`, lagMs: VM_EVAL_DELAY_MS,
-      describe: `VictoriaMetrics ${v.version}: vmalert (-evaluationInterval=${o.evaluationInterval}, -rule.evalDelay 30s) → victoria-metrics ${v.vmUrl} (remote write and read there too)`,
+      ...base, label: `VictoriaMetrics ${v.version}`, lagMs: o.vmDelay !== undefined ? parseDuration(o.vmDelay) ?? VM_EVAL_DELAY_MS : VM_EVAL_DELAY_MS,
+      describe: `VictoriaMetrics ${v.version}: vmalert (-evaluationInterval=${o.evaluationInterval}, -rule.evalDelay ${delay}) → victoria-metrics ${v.vmUrl} (remote write and read there too)`,
       vector: (expr) => queryVector(v.vmUrl, expr),
       firing: () => firingAlertNames(v.vmalertUrl),
     };

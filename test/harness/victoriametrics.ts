@@ -25,8 +25,12 @@ import { startProc, waitFor } from './proc';
 export const VM_DELAYS = { latencyOffset: '30s', evalDelay: '30s', queryStep: '5m' } as const;
 export const VM_EVAL_DELAY_MS = 30_000;
 
-/** vmalert's -evaluationInterval is `evaluationInterval`. */
-export type VictoriaMetricsOptions = RuleEngineOptions;
+/**
+ * vmalert's -evaluationInterval is `evaluationInterval`. `delay` replaces both production delays
+ * (-search.latencyOffset and -rule.evalDelay, which must match): what docs/engines.md offers for pages
+ * that also end within an evaluation interval of Prometheus.
+ */
+export type VictoriaMetricsOptions = RuleEngineOptions & { delay?: string };
 
 export interface VictoriaMetrics {
   /** http://host:port of victoria-metrics (Prometheus query API). */
@@ -50,7 +54,7 @@ export async function startVictoriaMetrics(o: VictoriaMetricsOptions): Promise<V
     const vmUrl = `http://127.0.0.1:${vmPort}`;
     const vm = startProc('victoria-metrics', engineBinary('victoriametrics', 'victoria-metrics'), [
       `-storageDataPath=${path.join(dir, 'data')}`, `-httpListenAddr=127.0.0.1:${vmPort}`, `-promscrape.config=${scrapeFile}`,
-      '-retentionPeriod=1d', `-search.latencyOffset=${VM_DELAYS.latencyOffset}`, '-loggerLevel=WARN',
+      '-retentionPeriod=1d', `-search.latencyOffset=${o.delay ?? VM_DELAYS.latencyOffset}`, '-loggerLevel=WARN',
     ]);
     t.add(() => vm.stop());
     await waitReady('victoria-metrics', vm, `${vmUrl}/health`);
@@ -58,7 +62,7 @@ export async function startVictoriaMetrics(o: VictoriaMetricsOptions): Promise<V
     const vmalert = startProc('vmalert', engineBinary('victoriametrics', 'vmalert'), [
       ...o.ruleFiles.map((f) => `-rule=${f}`),
       `-datasource.url=${vmUrl}`, `-remoteWrite.url=${vmUrl}`, `-remoteRead.url=${vmUrl}`, `-notifier.url=${o.alertmanagerUrl}`,
-      `-evaluationInterval=${o.evaluationInterval}`, `-rule.evalDelay=${VM_DELAYS.evalDelay}`, `-datasource.queryStep=${VM_DELAYS.queryStep}`,
+      `-evaluationInterval=${o.evaluationInterval}`, `-rule.evalDelay=${o.delay ?? VM_DELAYS.evalDelay}`, `-datasource.queryStep=${VM_DELAYS.queryStep}`,
       `-httpListenAddr=127.0.0.1:${vmalertPort}`, '-loggerLevel=WARN',
     ]);
     t.add(() => vmalert.stop());

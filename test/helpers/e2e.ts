@@ -67,6 +67,8 @@ export interface ExtraPathOptions {
   evaluationInterval: string;
   groupWait?: string;
   groupInterval?: string;
+  /** VictoriaMetrics only: its two production delays (30 s) replaced by this. */
+  vmDelay?: string;
 }
 
 /**
