@@ -96,8 +96,10 @@ export function rayDashboardLinks(): DashboardLinkBuilder[] {
 }
 
 /**
- * Per-series links from a panel over Ray's series (grouped by `application`) to Ray's Serve dashboards for
- * that application, over the same time range and Prometheus.
+ * Per-series links from a panel over Ray's series (grouped by `application` and `ray_io_cluster`) to Ray's Serve
+ * dashboards for that application and RayCluster, over the same time range and Prometheus. Off KubeRay the series
+ * has no `ray_io_cluster`: the link sets `Cluster` empty, and Ray's filter `ray_io_cluster=~""` then matches the
+ * series without the label, which are that cluster's.
  */
 export function rayDataLinks(): DashboardLinkBuilder[] {
   return RAY_DASHBOARDS.map(([uid, title]) =>
@@ -105,7 +107,8 @@ export function rayDataLinks(): DashboardLinkBuilder[] {
       .type(DashboardLinkType.Link)
       .url(
         `/d/${uid}?\${__url_time_range}&var-${RAY_DASHBOARD_VARIABLES.datasource}=\${datasource}` +
-          `&var-${RAY_DASHBOARD_VARIABLES.application}=\${__field.labels.application}`,
+          `&var-${RAY_DASHBOARD_VARIABLES.application}=\${__field.labels.application}` +
+          `&var-${RAY_DASHBOARD_VARIABLES.cluster}=\${__field.labels.ray_io_cluster}`,
       )
       .targetBlank(true),
   );

@@ -181,6 +181,14 @@ describe("Ray's Serve dashboards and metrics, as the pinned Ray (.venv/ray) defi
     for (const v of Object.values(RAY_DASHBOARD_VARIABLES)) expect(names).toContain(v);
     const links = rendered.flatMap((r) => [...(r.json.links ?? []), ...allPanels(r.json).flatMap((p) => [...(p.links ?? []), ...(p.fieldConfig?.defaults.links ?? [])])]);
     expect(links.filter((l) => l.url?.startsWith(`/d/${uid}?`)).length).toBeGreaterThanOrEqual(3);
+    // A Ray series' link carries its application and RayCluster into Ray's variables (Ray filters on both).
+    const dataLinks = rendered.flatMap((r) => allPanels(r.json).flatMap((p) => p.fieldConfig?.defaults.links ?? [])).filter((l) => l.url?.startsWith(`/d/${uid}?`));
+    expect(dataLinks.length).toBeGreaterThanOrEqual(2);
+    for (const l of dataLinks) {
+      expect(l.url).toContain(`&var-${RAY_DASHBOARD_VARIABLES.application}=\${__field.labels.application}`);
+      expect(l.url).toContain(`&var-${RAY_DASHBOARD_VARIABLES.cluster}=\${__field.labels.ray_io_cluster}`);
+    }
+    expect(read(panels)).toContain('ray_io_cluster=~"$Cluster"');
   });
 
   it("the Ray panels read Ray's own counters with the labels Ray gives them", () => {
