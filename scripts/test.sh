@@ -70,6 +70,7 @@ fi
 LINT_FAILED="$lint_failed" LANES="${lanes[*]}" node -e '
 const fs = require("fs");
 let p = 0, f = 0, s = 0;
+const failed = [];
 if (process.env.LINT_FAILED === "1") { f += 1; console.log("lint: findings (npm run lint)"); }
 const lanes = process.env.LANES.split(" ");
 for (const n of ["unit", ...lanes]) {
@@ -77,11 +78,18 @@ for (const n of ["unit", ...lanes]) {
   if (!fs.existsSync(file)) { f += 1; console.log(`${n}: no results (runner crashed)`); continue; }
   const r = JSON.parse(fs.readFileSync(file, "utf8"));
   p += r.numPassedTests; f += r.numFailedTests + r.numRuntimeErrorTestSuites; s += r.numPendingTests + r.numTodoTests;
+  // Named here, last: a CI log is often read from its tail only.
+  for (const t of r.testResults) {
+    const rel = t.name.replace(process.cwd() + "/", "");
+    if (t.status === "failed" && t.assertionResults.length === 0) failed.push(`${n}: ${rel}: ${(t.message || "").split("\n").find((l) => l.trim() && !l.trim().startsWith("●")) || "suite failed"}`);
+    for (const a of t.assertionResults) if (a.status === "failed") failed.push(`${n}: ${rel} › ${a.fullName}: ${(a.failureMessages[0] || "").split("\n").find((l) => l.trim()) || ""}`.slice(0, 400));
+  }
 }
 // Every integration file must have run in some lane (a renamed file must not drop out of the lists).
 const files = fs.readdirSync("test/integration").filter((x) => x.endsWith(".test.ts")).length;
 const ran = lanes.map((n) => `test-artifacts/jest-${n}.json`).filter((x) => fs.existsSync(x)).reduce((n, x) => n + JSON.parse(fs.readFileSync(x, "utf8")).numTotalTestSuites, 0);
 if (ran !== files) { f += 1; console.log(`integration: ${ran} of ${files} test files ran`); }
+for (const x of failed) console.log(`FAILED ${x}`);
 console.log(`tests: ${p} passed, ${f} failed, ${s} skipped`);
 process.exit(f > 0 || p === 0 ? 1 : 0);
 ' || rc=1
