@@ -16,6 +16,7 @@ import YAML from 'yaml';
 import { repoRoot } from '../../src/util/repo-root';
 import { assertPrometheusBinaries, prometheusVersions } from '../harness/prometheus-versions';
 import { ensureBuilt, runCli } from '../helpers/cli';
+import { installDocBlock } from '../helpers/install-doc';
 import { tmpDir } from '../helpers/tmp';
 
 jest.setTimeout(600_000);
@@ -229,21 +230,10 @@ describe('chart: rule and page-wait values', () => {
   });
 });
 
-/** The ```yaml blocks of docs/install.md, in order: what a user copies. */
-function installDocYaml(): string[] {
-  const doc = fs.readFileSync(path.join(root, 'docs/install.md'), 'utf8');
-  return [...doc.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((x) => x[1]);
-}
-
 describe('docs/install.md: the chart examples render as they say', () => {
   const t = tmpDir('hse-install-doc-');
   afterAll(() => t.cleanup());
-  const blocks = installDocYaml();
-  const block = (first: string) => {
-    const b = blocks.find((x) => x.startsWith(first));
-    if (!b) throw new Error(`docs/install.md has no yaml block starting with ${first}`);
-    return b;
-  };
+  const block = (first: string) => installDocBlock(first);
   const render = async (files: string[], show: string) => {
     const r = await helm(['template', 'hse', chart, '-n', 'monitoring', '--api-versions', 'monitoring.coreos.com/v1', '--show-only', show, ...files.flatMap((f) => ['-f', f])]);
     if (r.code !== 0) throw new Error(r.out);
@@ -307,9 +297,9 @@ describe('kustomize: a variant of the pack patched over the base', () => {
     expect(r.code).toBe(0);
     const base = path.join(root, 'deploy/kubernetes');
     // The overlay of docs/install.md as written, its base path pointed at this checkout's.
-    const doc = installDocYaml().find((b) => b.startsWith('# my-overlay/kustomization.yaml'));
+    const doc = installDocBlock('# my-overlay/kustomization.yaml');
     expect(doc).toContain('../deploy/kubernetes');
-    fs.writeFileSync(path.join(overlay, 'kustomization.yaml'), (doc ?? '').replace('../deploy/kubernetes', path.relative(overlay, base)));
+    fs.writeFileSync(path.join(overlay, 'kustomization.yaml'), doc.replace('../deploy/kubernetes', path.relative(overlay, base)));
     const built = await run(tool('KUSTOMIZE'), ['build', overlay]);
     expect(built.out).not.toMatch(/Error/);
     expect(built.code).toBe(0);

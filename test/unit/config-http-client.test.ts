@@ -1,10 +1,8 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load';
 import { authorizationHeader, tlsOptions } from '../../src/config/http-client';
 import { TestCa } from '../helpers/certs';
 import { tmpDir } from '../helpers/tmp';
-import { repoRoot } from '../../src/util/repo-root';
 
 // tls_config, basic_auth, authorization and proxy_url of a Ray cluster: what loads, and every
 // refusal naming file, line and field.
@@ -33,25 +31,6 @@ describe('Ray dashboard HTTP client config', () => {
     }
     throw new Error('loaded');
   }
-
-  it('docs/install.md\'s example (Ray dashboard behind an ingress) loads as written, its files where it says', () => {
-    const doc = fs.readFileSync(path.join(repoRoot(), 'docs', 'install.md'), 'utf8');
-    const block = [...doc.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((x) => x[1]).find((b) => b.includes('tls_config:') && b.startsWith('ray_clusters:'));
-    expect(block).toBeDefined();
-    // Its files: the CA, the client certificate and key, the password (as a secret volume would hold them).
-    const dir = '/etc/hypha-serve-exporter/ray/';
-    const files = { 'ca.crt': fs.readFileSync(ca.crt, 'utf8'), 'tls.crt': client.pem.crt, 'tls.key': client.pem.key, password: 'pw-doc-1234\n' };
-    fs.mkdirSync(path.join(t.dir, 'doc-ray'), { recursive: true });
-    for (const [name, text] of Object.entries(files)) t.write(`doc-ray/${name}`, text);
-    const used = (block ?? '').split('\n').map((l) => l.replace(/(^|\s)#.*$/, '')).join('\n');
-    expect(used.match(new RegExp(`${dir}[\\w.]+`, 'g'))?.sort()).toEqual(Object.keys(files).map((f) => `${dir}${f}`).sort());
-    const cfg = loadConfig(t.write('doc.yml', (block ?? '').split(dir).join(path.join(t.dir, 'doc-ray/'))), {});
-    const http = cfg.rayClusters[0].http;
-    expect(cfg.rayClusters[0]).toMatchObject({ name: 'lab' });
-    expect(authorizationHeader(http)).toBe(`Basic ${Buffer.from('ray-reader:pw-doc-1234').toString('base64')}`);
-    expect(tlsOptions(http)).toMatchObject({ servername: 'ray.lab.example', rejectUnauthorized: true, minVersion: 'TLSv1.2' });
-    expect(http.proxyUrl).toBe('http://egress-proxy.lab:3128');
-  });
 
   it('loads every field and resolves them into what a request sends', () => {
     const cfg = load([
