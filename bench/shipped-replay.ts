@@ -13,6 +13,8 @@ import { engineListed } from '../test/harness/engines';
 import { bioengineServiceIds, callViaDeploymentHandle, lineApp, ReleaseLine, RELEASE_LINES, startReleaseWorkers } from '../test/helpers/bioengine-apps';
 
 const SHIPPED = { sampleInterval: '15s', sampleTimeout: '5s', scrapeInterval: '15s', evaluationInterval: '15s' } as const;
+/** Each extra alert path: the shipped rules (for: unchanged) at the shipped intervals. */
+const SHIPPED_PATH = { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval };
 const WS = 'ws-user-root';
 const VMALERT_FAST_EVALUATION = '5s';
 /** VictoriaMetrics' query latency offset and vmalert's evaluation delay together (production default 30 s). */
@@ -49,23 +51,22 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
   const paths: AlertPath[] = [stackAlertPath(stack)];
   const results: ShippedResult[] = [];
   try {
-    const shipped = { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval };
     for (const v of prometheusVersions()) {
       if (v.prometheus === stack.prometheus.binary) continue;
-      paths.push(await startAlertPath(stack, v, { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval }));
+      paths.push(await startAlertPath(stack, v, SHIPPED_PATH));
     }
     // Thanos Ruler and vmalert on VictoriaMetrics (scripts/setup-engines.sh), when built: the same rules and intervals.
     for (const e of (['thanos', 'victoriametrics'] as const).filter((x) => engineListed(x))) {
-      paths.push(await startEngineAlertPath(stack, e, { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval }));
+      paths.push(await startEngineAlertPath(stack, e, SHIPPED_PATH));
     }
     // vmalert once more at a 5 s evaluation interval, scrape unchanged: what docs/engines.md offers
     // for incident 2's 90 s target there, since each recorded level costs vmalert one evaluation interval.
     if (engineListed('victoriametrics')) {
-      const p = await startEngineAlertPath(stack, 'victoriametrics', { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: VMALERT_FAST_EVALUATION });
+      const p = await startEngineAlertPath(stack, 'victoriametrics', { ...SHIPPED_PATH, evaluationInterval: VMALERT_FAST_EVALUATION });
       paths.push({ ...p, label: `${p.label} (-evaluationInterval=${VMALERT_FAST_EVALUATION})` });
       // And at the shipped interval with both of VictoriaMetrics' delays lowered (docs/engines.md): the end of a
       // page comes as on Prometheus; a half-ingested last point reads as a gap, which the pack's bridge covers.
-      const d = await startEngineAlertPath(stack, 'victoriametrics', { ...shipped, vmDelay: VM_LOW_DELAY });
+      const d = await startEngineAlertPath(stack, 'victoriametrics', { ...SHIPPED_PATH, vmDelay: VM_LOW_DELAY });
       paths.push({ ...d, label: `${d.label} (-search.latencyOffset=-rule.evalDelay=${VM_LOW_DELAY})` });
     }
     log(`[bench] shipped rules on ${paths.map((p) => p.label).join(', ')}`);

@@ -11,7 +11,7 @@ import { Alertmanager, startAlertmanager } from './alertmanager';
 import { firingAlertNames, guarded, queryVector, Teardown } from './engine-api';
 import { PrometheusServer, Sample, startPrometheus } from './prometheus';
 import { startThanosRuler, ThanosRuler } from './thanos';
-import { startVictoriaMetrics, VictoriaMetrics, VM_DELAYS, VM_EVAL_DELAY_MS } from './victoriametrics';
+import { startVictoriaMetrics, VictoriaMetrics } from './victoriametrics';
 import { overriddenRuleFiles } from './rules-override';
 import { startWebhookReceiver } from './webhook-receiver';
 import { repoRoot } from '../../src/util/repo-root';
@@ -137,11 +137,10 @@ export async function startEngineChain(engine: RuleEngine, o: EngineChainOptions
       };
     }
     const v: VictoriaMetrics = await startVictoriaMetrics({ ...common, delay: o.vmDelay });
-    const delay = o.vmDelay ?? VM_DELAYS.evalDelay;
     t.add(() => v.stop());
     return {
-      ...base, label: `VictoriaMetrics ${v.version}`, lagMs: o.vmDelay !== undefined ? parseDuration(o.vmDelay) ?? VM_EVAL_DELAY_MS : VM_EVAL_DELAY_MS,
-      describe: `VictoriaMetrics ${v.version}: vmalert (-evaluationInterval=${o.evaluationInterval}, -rule.evalDelay ${delay}) → victoria-metrics ${v.vmUrl} (remote write and read there too)`,
+      ...base, label: `VictoriaMetrics ${v.version}`, lagMs: parseDuration(v.evalDelay) ?? 0,
+      describe: `VictoriaMetrics ${v.version}: vmalert (-evaluationInterval=${o.evaluationInterval}, -rule.evalDelay ${v.evalDelay}) → victoria-metrics ${v.vmUrl} (remote write and read there too)`,
       vector: (expr) => queryVector(v.vmUrl, expr),
       firing: () => firingAlertNames(v.vmalertUrl),
     };

@@ -21,9 +21,8 @@ import { queryVector, RuleEngineOptions, waitReady, waitRulesHealthy, withTeardo
 import { freePorts } from './ports';
 import { startProc, waitFor } from './proc';
 
-/** The production defaults passed explicitly (see above); `lagMs` of the path is the eval delay. */
-export const VM_DELAYS = { latencyOffset: '30s', evalDelay: '30s', queryStep: '5m' } as const;
-export const VM_EVAL_DELAY_MS = 30_000;
+/** The production defaults passed explicitly (see above). */
+const VM_DELAYS = { latencyOffset: '30s', evalDelay: '30s', queryStep: '5m' } as const;
 
 /**
  * vmalert's -evaluationInterval is `evaluationInterval`. `delay` replaces both production delays
@@ -39,6 +38,8 @@ export interface VictoriaMetrics {
   vmalertUrl: string;
   /** e.g. "1.151.0". */
   version: string;
+  /** vmalert's -rule.evalDelay as passed: how much later than Prometheus it judges what it sees. */
+  evalDelay: string;
   stop(): Promise<void>;
 }
 
@@ -59,16 +60,17 @@ export async function startVictoriaMetrics(o: VictoriaMetricsOptions): Promise<V
     t.add(() => vm.stop());
     await waitReady('victoria-metrics', vm, `${vmUrl}/health`);
     const vmalertUrl = `http://127.0.0.1:${vmalertPort}`;
+    const evalDelay = o.delay ?? VM_DELAYS.evalDelay;
     const vmalert = startProc('vmalert', engineBinary('victoriametrics', 'vmalert'), [
       ...o.ruleFiles.map((f) => `-rule=${f}`),
       `-datasource.url=${vmUrl}`, `-remoteWrite.url=${vmUrl}`, `-remoteRead.url=${vmUrl}`, `-notifier.url=${o.alertmanagerUrl}`,
-      `-evaluationInterval=${o.evaluationInterval}`, `-rule.evalDelay=${o.delay ?? VM_DELAYS.evalDelay}`, `-datasource.queryStep=${VM_DELAYS.queryStep}`,
+      `-evaluationInterval=${o.evaluationInterval}`, `-rule.evalDelay=${evalDelay}`, `-datasource.queryStep=${VM_DELAYS.queryStep}`,
       `-httpListenAddr=127.0.0.1:${vmalertPort}`, '-loggerLevel=WARN',
     ]);
     t.add(() => vmalert.stop());
     await waitReady('vmalert', vmalert, `${vmalertUrl}/health`);
     await waitFor('victoria-metrics scraped the exporter', async () => (await queryVector(vmUrl, `up{job="${o.job}"} == 1`)).length > 0, 120_000, 1000);
     await waitRulesHealthy('vmalert', vmalertUrl);
-    return { vmUrl, vmalertUrl, version: ENGINE_VERSIONS.victoriametrics.replace(/^v/, ''), stop: () => t.run() };
+    return { vmUrl, vmalertUrl, version: ENGINE_VERSIONS.victoriametrics.replace(/^v/, ''), evalDelay, stop: () => t.run() };
   });
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { repoRoot } from '../../src/util/repo-root';
 
 /** The ```yaml blocks of docs/install.md, in order: what a user copies. */
-export function installDocYaml(): string[] {
+function installDocYaml(): string[] {
   const doc = fs.readFileSync(path.join(repoRoot(), 'docs', 'install.md'), 'utf8');
   return [...doc.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((x) => x[1]);
 }
