@@ -315,8 +315,9 @@ function shippedTable(rs: ShippedResult[]): string {
     `Command: \`npm run bench:time-to-page:real\` (${new Date().toISOString().slice(0, 10)}, 2 shared cores). Real Hypha (artifact manager on moto S3), Ray Serve with BioEngine-shaped apps ` +
       '(test/ray-apps/bioengine_like.py, the 0.16.1 proxy gate), the exporter, the shipped rules unchanged, exporter sampling, scrape and evaluation every 15 s, ' +
       'Alertmanager 0.25 with examples/alertmanager.yml (group_wait 30 s), one Alertmanager and webhook per rule engine: Prometheus 2.42 and 3.x, and when built ' +
-      '(scripts/setup-engines.sh) Thanos Ruler and vmalert on VictoriaMetrics, the latter with VictoriaMetrics\' production delays (-search.latencyOffset and -rule.evalDelay 30 s) ' +
-      'once more with vmalert -evaluationInterval=5s, and once more at 15 s with both delays at 5 s (docs/engines.md). Fault times are observed on the upstream: ' +
+      '(scripts/setup-engines.sh) Thanos Ruler and vmalert on VictoriaMetrics, the latter at VictoriaMetrics\' production flags (-search.latencyOffset and -rule.evalDelay 30 s) ' +
+      'with the pack\'s vmalert files (rules/vmalert/: each group\'s eval_delay and latency_offset 5 s, eval_alignment false; docs/engines.md), ' +
+      'and once more with vmalert -evaluationInterval=5s. Fault times are observed on the upstream: ' +
       '1a when Hypha stops listing the app\'s service (polled every 250 ms), 1b when Ray reports the cold-deployed app RUNNING, 2 when the restarted Hypha answers readiness under its new server id. ' +
       '"incident 1 fixed": a call through a DeploymentHandle wakes both apps, and the time runs from Hypha listing both again to the page no longer firing in each engine. ' +
       'In brackets: the cause the page named, and each engine\'s difference to Prometheus 2.42 (the first column).',

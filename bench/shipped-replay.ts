@@ -17,8 +17,6 @@ const SHIPPED = { sampleInterval: '15s', sampleTimeout: '5s', scrapeInterval: '1
 const SHIPPED_PATH = { forDivisor: 1, scrapeInterval: SHIPPED.scrapeInterval, evaluationInterval: SHIPPED.evaluationInterval };
 const WS = 'ws-user-root';
 const VMALERT_FAST_EVALUATION = '5s';
-/** VictoriaMetrics' query latency offset and vmalert's evaluation delay together (production default 30 s). */
-const VM_LOW_DELAY = '5s';
 const POLL_MS = 250;
 
 export interface ShippedResult {
@@ -46,7 +44,7 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
     log,
   });
   // One BioEngine worker per release line (stand-ins, discovered): 0.16.1 for the incidents, a fixed release for the look-alike.
-  const workers = await startReleaseWorkers(stack.hypha.url, stack.hypha.rootToken);
+  const workers = await startReleaseWorkers(stack.hypha.url, stack.hypha.rootToken, stack.ray);
   workers.report([{ app: 'be-idle', line: 'old' }, { app: 'be-cold', line: 'old' }, { app: 'be-fixed0', line: 'fixed' }]);
   const paths: AlertPath[] = [stackAlertPath(stack)];
   const results: ShippedResult[] = [];
@@ -64,10 +62,6 @@ export async function shippedTimeToPage(log: (m: string) => void = (m) => proces
     if (engineListed('victoriametrics')) {
       const p = await startEngineAlertPath(stack, 'victoriametrics', { ...SHIPPED_PATH, evaluationInterval: VMALERT_FAST_EVALUATION });
       paths.push({ ...p, label: `${p.label} (-evaluationInterval=${VMALERT_FAST_EVALUATION})` });
-      // And at the shipped interval with both of VictoriaMetrics' delays lowered (docs/engines.md): the end of a
-      // page comes as on Prometheus; a half-ingested last point reads as a gap, which the pack's bridge covers.
-      const d = await startEngineAlertPath(stack, 'victoriametrics', { ...SHIPPED_PATH, vmDelay: VM_LOW_DELAY });
-      paths.push({ ...d, label: `${d.label} (-search.latencyOffset=-rule.evalDelay=${VM_LOW_DELAY})` });
     }
     log(`[bench] shipped rules on ${paths.map((p) => p.label).join(', ')}`);
     const registered = async (app: string) => {

@@ -1,16 +1,18 @@
 // Renders the alerting mixin (mixin/index.ts) from its configuration into the rule files
 // and a prometheus-operator PrometheusRule, so the three can never drift apart.
-//   node dist/mixin/build.js                                write rules/recording.yml, rules/alerts.yml,
+//   node dist/mixin/build.js                                write rules/recording.yml, rules/alerts.yml, their
+//                                                            vmalert copies rules/vmalert/{recording,alerts}.yml,
 //                                                            deploy/kubernetes/prometheusrule.yaml (shipped defaults)
 //                                                            and the rule reference in docs/alerts.md
 //   node dist/mixin/build.js --check                        exit 1 if any of them is out of date
 //   node dist/mixin/build.js --config=my.yml --out-dir=DIR
 //                                                            your variant: DIR/recording.yml, DIR/alerts.yml,
-//                                                            DIR/prometheusrule.yaml (my.yml merged over the defaults)
+//                                                            DIR/vmalert/*.yml, DIR/prometheusrule.yaml
+//                                                            (my.yml merged over the defaults)
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { ALERTS_PATH, buildRules, loadMixinConfig, MixinConfig, RECORDING_PATH, renderPack } from './index';
+import { ALERTS_PATH, buildRules, loadMixinConfig, MixinConfig, RECORDING_PATH, renderPack, VMALERT_DIR } from './index';
 import { ALERT_DOCS_PATH, rulesReference, withRulesReference } from './docs';
 import { repoRoot } from '../src/util/repo-root';
 
@@ -70,6 +72,8 @@ export function renderAll(root: string, config: MixinConfig, outDir?: string): M
     return new Map([
       [RECORDING_PATH, pack.recording],
       [ALERTS_PATH, pack.alerts],
+      [path.join(VMALERT_DIR, 'recording.yml'), pack.vmalert.recording],
+      [path.join(VMALERT_DIR, 'alerts.yml'), pack.vmalert.alerts],
       [MANIFEST_PATH, manifest],
       [ALERT_DOCS_PATH, alertDocs(root, config)],
     ]);
@@ -77,6 +81,8 @@ export function renderAll(root: string, config: MixinConfig, outDir?: string): M
   return new Map([
     [path.join(outDir, 'recording.yml'), pack.recording],
     [path.join(outDir, 'alerts.yml'), pack.alerts],
+    [path.join(outDir, 'vmalert', 'recording.yml'), pack.vmalert.recording],
+    [path.join(outDir, 'vmalert', 'alerts.yml'), pack.vmalert.alerts],
     [path.join(outDir, 'prometheusrule.yaml'), manifest],
   ]);
 }

@@ -8,6 +8,8 @@ import { durationProblem, formatDuration, parseDuration } from '../src/util/dura
 export const MIXIN_CONFIG_PATH = 'rules/config/mixin.yml';
 export const RECORDING_PATH = 'rules/recording.yml';
 export const ALERTS_PATH = 'rules/alerts.yml';
+/** The same two files for vmalert, with the group settings Prometheus refuses (mixin/index.ts vmalertSettings). */
+export const VMALERT_DIR = 'rules/vmalert';
 
 /**
  * Prometheus' duration syntax (src/util/duration.ts: units in descending order, each at most once);
@@ -69,6 +71,10 @@ const configSchema = z.strictObject({
   thresholds: z.strictObject({
     call_latency_p90_seconds: z.number().positive(),
     client_id_changes_per_hour: z.number().int().positive(),
+  }),
+  vmalert: z.strictObject({
+    /** Each group's eval_delay and its queries' latency_offset in rules/vmalert/ (they must match). */
+    latency_offset: duration,
   }),
   prometheus_rule: z.strictObject({
     name: z.string().min(1),

@@ -43,7 +43,7 @@ async function main(): Promise<void> {
       log: step,
     });
     const s = stack;
-    workers = await startReleaseWorkers(s.hypha.url, s.hypha.rootToken);
+    workers = await startReleaseWorkers(s.hypha.url, s.hypha.rootToken, s.ray);
     const lines = new Map<string, ReleaseLine>();
     const be = (name: string, line: ReleaseLine, initial: number | null) => {
       lines.set(name, line);

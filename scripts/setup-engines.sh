@@ -76,6 +76,8 @@ module_source() { # module version dest
   local dir
   dir="$(nice -n 10 "$GO" mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [ -d "$dir" ] || { echo "[setup-engines] ERROR: go mod download $1@$2 gave no source dir" >&2; return 1; }
+  # A nested module's parent may be missing too: the outer module's zip leaves out every nested module's files.
+  mkdir -p "$(dirname "$3")"
   cp -r "$dir" "$3"
   chmod -R u+w "$3"
 }

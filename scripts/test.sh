@@ -30,7 +30,7 @@ npm run --silent lint || { rc=1; lint_failed=1; }
 # Integration files mostly wait (for rule `for:` windows, pages, restarts): one file at a time
 # keeps the 2 CI cores about a quarter busy. So three lanes run side by side, each one file at a
 # time, split by their measured durations (test-artifacts/jest-integration-*.json of a local run on 2 cores,
-# 2026-12-07: about 20-21 min each, e2e-incidents alone 19 min). Three files run alone afterwards: the HA pair, whose "exactly once" rests on
+# 2026-12-07: about 20-23 min each, e2e-incidents 14-19 min). Three files run alone afterwards: the HA pair, whose "exactly once" rests on
 # Alertmanager gossip within its peer timeout; the status page in a real browser, which waits for a
 # real Ray to scale a deployment to zero and BioEngine's proxy to deregister (beside two other lanes'
 # Ray clusters on CI's 2 cores it failed in two of three CI runs: a Ray deadline once, the wait once); and the setup

@@ -250,7 +250,7 @@ export interface RulesFlags {
 
 export const RULES_FLAG_SPECS: FlagSpec[] = [
   { name: 'config', help: 'Your mixin config: only the keys you change (the package\'s rules/config/mixin.yml lists them all).' },
-  { name: 'out', help: 'Directory to write recording.yml, alerts.yml and prometheusrule.yaml into (created if missing).', default: '.' },
+  { name: 'out', help: 'Directory to write recording.yml, alerts.yml, vmalert/*.yml and prometheusrule.yaml into (created if missing).', default: '.' },
   { name: 'help', help: 'Show this help and exit.', boolean: true },
 ];
 

@@ -20,8 +20,8 @@ export async function runRules(flags: RulesFlags, out: (text: string) => void, e
     err(`hypha-serve-exporter rules: ${(e as Error).message}\n`);
     return 2;
   }
-  fs.mkdirSync(path.resolve(flags.out), { recursive: true });
   for (const [file, text] of files) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, text);
     const rel = path.relative(process.cwd(), file);
     out(`wrote ${rel.startsWith('..') ? file : rel}\n`);

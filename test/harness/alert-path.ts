@@ -3,7 +3,7 @@
  * (or their test override), Alertmanager 0.25 with the example routing, and a webhook receiver standing in for
  * pager and chat. The stack builds its own with it; the end-to-end replays build one more per Prometheus version,
  * and one per other rule engine (startEngineChain: Thanos Ruler, VictoriaMetrics vmalert) with the same rule
- * files, Alertmanager and receiver. Every process ends by PID.
+ * files (vmalert its copies in rules/vmalert/), Alertmanager and receiver. Every process ends by PID.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +15,7 @@ import { startVictoriaMetrics, VictoriaMetrics } from './victoriametrics';
 import { overriddenRuleFiles } from './rules-override';
 import { startWebhookReceiver } from './webhook-receiver';
 import { repoRoot } from '../../src/util/repo-root';
+import { VMALERT_DIR } from '../../mixin';
 import { parseDuration } from '../../src/util/duration';
 
 export const EXPORTER_JOB = 'hypha-serve-exporter';
@@ -35,8 +36,6 @@ export interface AlertChainOptions {
   prometheusBinary?: string;
   /** Where the receiver logs every notification. */
   pagesLog: string;
-  /** VictoriaMetrics only: -search.latencyOffset and -rule.evalDelay (default: its production 30 s). */
-  vmDelay?: string;
 }
 
 export interface AlertChain {
@@ -47,19 +46,26 @@ export interface AlertChain {
   stop(): Promise<void>;
 }
 
+/** The rule files as Prometheus (and Thanos) load them and as vmalert does (rules/vmalert/). */
+interface RuleFiles {
+  prometheus: string[];
+  vmalert: string[];
+}
+
 /** The shipped rule files (forDivisor 1) or their test override in a temp dir (removed by `t`). */
-function ruleFiles(forDivisor: number, t: Teardown): string[] {
-  if (forDivisor === 1) return ['alerts.yml', 'recording.yml'].map((f) => path.join(repoRoot(), 'rules', f));
+function ruleFiles(forDivisor: number, t: Teardown): RuleFiles {
+  const shipped = (dir: string) => ['recording.yml', 'alerts.yml'].map((f) => path.join(repoRoot(), dir, f));
+  if (forDivisor === 1) return { prometheus: shipped('rules'), vmalert: shipped(VMALERT_DIR) };
   const o = overriddenRuleFiles({ forDivisor, minFor: '5s' });
   t.add(async () => fs.rmSync(o.dir, { recursive: true, force: true }));
-  return o.files;
+  return { prometheus: o.files, vmalert: o.vmalertFiles };
 }
 
 /**
  * The part every chain shares, whatever evaluates the rules: the receiver, Alertmanager 0.25 with the
  * example routing (and the given timers) and the rule files, each added to `t`.
  */
-async function startRouting(o: AlertChainOptions, t: Teardown): Promise<{ receiver: WebhookReceiver; alertmanager: Alertmanager; rules: string[] }> {
+async function startRouting(o: AlertChainOptions, t: Teardown): Promise<{ receiver: WebhookReceiver; alertmanager: Alertmanager; rules: RuleFiles }> {
   const receiver = await startWebhookReceiver(o.pagesLog);
   t.add(() => receiver.close());
   const alertmanager = await startAlertmanager({
@@ -76,7 +82,7 @@ export async function startAlertChain(o: AlertChainOptions): Promise<AlertChain>
     const prometheus = await startPrometheus({
       ...(o.prometheusBinary ? { binary: o.prometheusBinary } : {}),
       scrapeTargets: [{ job: EXPORTER_JOB, targets: o.exporterTargets, honorLabels: true }],
-      ruleFiles: rules,
+      ruleFiles: rules.prometheus,
       scrapeInterval: o.scrapeInterval,
       evaluationInterval: o.evaluationInterval,
       alertmanagerUrl: alertmanager.url,
@@ -105,7 +111,7 @@ export interface EngineChain {
   vector(expr: string): Promise<Sample[]>;
   /** Names of the alerts the engine has firing (thanos rule's or vmalert's /api/v1/alerts). */
   firing(): Promise<string[]>;
-  /** How much later than Prometheus the engine evaluates what it sees (vmalert's -rule.evalDelay; 0 for Thanos). */
+  /** How much later than Prometheus the engine evaluates what it sees (the vmalert rules' eval_delay; 0 for Thanos). */
   lagMs: number;
   stop(): Promise<void>;
 }
@@ -122,7 +128,7 @@ export async function startEngineChain(engine: RuleEngine, o: EngineChainOptions
   return guarded(async (t) => {
     const { receiver, alertmanager, rules } = await startRouting(o, t);
     const common = {
-      exporterTargets: o.exporterTargets, job: EXPORTER_JOB, ruleFiles: rules, scrapeInterval: o.scrapeInterval,
+      exporterTargets: o.exporterTargets, job: EXPORTER_JOB, ruleFiles: rules.prometheus, scrapeInterval: o.scrapeInterval,
       evaluationInterval: o.evaluationInterval, alertmanagerUrl: alertmanager.url,
     };
     const base = { alertmanager, receiver, pagesLog: o.pagesLog, stop: () => t.run() };
@@ -136,11 +142,11 @@ export async function startEngineChain(engine: RuleEngine, o: EngineChainOptions
         firing: () => firingAlertNames(th.ruleUrl),
       };
     }
-    const v: VictoriaMetrics = await startVictoriaMetrics({ ...common, delay: o.vmDelay });
+    const v: VictoriaMetrics = await startVictoriaMetrics({ ...common, ruleFiles: rules.vmalert });
     t.add(() => v.stop());
     return {
       ...base, label: `VictoriaMetrics ${v.version}`, lagMs: parseDuration(v.evalDelay) ?? 0,
-      describe: `VictoriaMetrics ${v.version}: vmalert (-evaluationInterval=${o.evaluationInterval}, -rule.evalDelay ${v.evalDelay}) → victoria-metrics ${v.vmUrl} (remote write and read there too)`,
+      describe: `VictoriaMetrics ${v.version}: vmalert (-evaluationInterval=${o.evaluationInterval}, the rules' eval_delay and latency_offset ${v.evalDelay}) → victoria-metrics ${v.vmUrl} (remote write and read there too)`,
       vector: (expr) => queryVector(v.vmUrl, expr),
       firing: () => firingAlertNames(v.vmalertUrl),
     };

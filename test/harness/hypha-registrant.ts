@@ -180,11 +180,14 @@ export interface WorkerAppReport {
   deployed_by_worker_client_id?: string;
 }
 
+/** What get_app_status answers: fixed, or read when asked (a real worker reads Serve at each call). */
+export type WorkerApps = Record<string, WorkerAppReport> | (() => Promise<Record<string, WorkerAppReport>>);
+
 export interface WorkerStandIn {
   clientId: string;
   serviceId: string;
   /** What get_app_status answers from now on. */
-  setApps(apps: Record<string, WorkerAppReport>): void;
+  setApps(apps: WorkerApps): void;
   disconnect(): Promise<void>;
 }
 
@@ -199,7 +202,7 @@ export async function startWorkerStandIn(opts: {
   token: string;
   clientId: string;
   workspace?: string;
-  apps: Record<string, WorkerAppReport>;
+  apps: WorkerApps;
   /** What get_status reports as `bioengine_version` (default '0.16.1'). */
   version?: string;
 }): Promise<WorkerStandIn> {
@@ -215,7 +218,7 @@ export async function startWorkerStandIn(opts: {
     type: 'bioengine-worker',
     config: { visibility: 'public', require_context: true },
     get_status: () => ({ client_id: opts.clientId, workspace, is_ready: true, bioengine_version: opts.version ?? '0.16.1' }),
-    get_app_status: () => apps,
+    get_app_status: () => (typeof apps === 'function' ? apps() : apps),
   });
   return {
     clientId: opts.clientId,

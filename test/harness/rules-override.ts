@@ -35,13 +35,16 @@ export function shippedForDurations(): Map<string, number> {
 /**
  * Renders the rules pack from the shipped mixin config with every duration scaled (each alert's `for:`
  * and `keep_firing_for:`, the gap bridge and the probe window), so a test pages and resolves in
- * seconds with the same rule logic; writes them to a temp dir and returns their paths.
+ * seconds with the same rule logic; writes them (and vmalert's copies) to a temp dir and returns their paths.
  */
-export function overriddenRuleFiles(o: RulesOverride): { files: string[]; dir: string } {
+export function overriddenRuleFiles(o: RulesOverride): { files: string[]; vmalertFiles: string[]; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rules-'));
   const pack = renderPack(scaleDurations(loadMixinConfig(repoRoot()), o.forDivisor, o.minFor ?? '5s'));
   const files = [path.join(dir, 'recording.yml'), path.join(dir, 'alerts.yml')];
+  const vmalertFiles = [path.join(dir, 'vmalert-recording.yml'), path.join(dir, 'vmalert-alerts.yml')];
   fs.writeFileSync(files[0], pack.recording);
   fs.writeFileSync(files[1], pack.alerts);
-  return { files, dir };
+  fs.writeFileSync(vmalertFiles[0], pack.vmalert.recording);
+  fs.writeFileSync(vmalertFiles[1], pack.vmalert.alerts);
+  return { files, vmalertFiles, dir };
 }

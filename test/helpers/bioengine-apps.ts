@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import { waitFor } from '../harness/proc';
-import { DEFAULT_RAY_BIN, rayAppConfig, ServeAppConfig } from '../harness/ray';
+import { DEFAULT_RAY_BIN, RayCluster, rayAppConfig, ServeAppConfig } from '../harness/ray';
 import { startWorkerStandIn, WorkerAppReport, WorkerStandIn } from '../harness/hypha-registrant';
 
 export const BIOENGINE_PREFIX = 'e2e-worker';
@@ -80,13 +80,20 @@ export function lineApp(line: ReleaseLine, o: Omit<BioengineAppOptions, 'behavio
 
 export interface ReleaseWorkers {
   workers: Record<ReleaseLine, WorkerStandIn>;
-  /** What each line's worker reports from now on: its apps RUNNING, deployed by itself (the proxy's prefix). */
+  /**
+   * What each line's worker reports from now on: its apps, deployed by itself (the proxy's prefix), with the status
+   * Serve gives each when the worker is asked (an app Serve does not list is left out), unless `status` says otherwise.
+   */
   report(apps: readonly { app: string; line: ReleaseLine; status?: string; serviceRegistered?: boolean | null }[]): void;
   disconnect(): Promise<void>;
 }
 
-/** Both lines' worker stand-ins in the token's workspace, reporting no app until `report`. */
-export async function startReleaseWorkers(serverUrl: string, token: string): Promise<ReleaseWorkers> {
+/**
+ * Both lines' worker stand-ins in the token's workspace, reporting no app until `report`. A worker's get_app_status
+ * reports each app's status as `ray`'s Serve gives it at the call (bioengine.md §2.3), so it never says RUNNING for
+ * an app Serve is still deploying or has marked UNHEALTHY.
+ */
+export async function startReleaseWorkers(serverUrl: string, token: string, ray: Pick<RayCluster, 'getApplications'>): Promise<ReleaseWorkers> {
   const workers = {} as Record<ReleaseLine, WorkerStandIn>;
   for (const line of Object.keys(RELEASE_LINES) as ReleaseLine[]) {
     const { worker, version } = RELEASE_LINES[line];
@@ -96,11 +103,17 @@ export async function startReleaseWorkers(serverUrl: string, token: string): Pro
     workers,
     report(apps) {
       for (const line of Object.keys(RELEASE_LINES) as ReleaseLine[]) {
-        const mine: Record<string, WorkerAppReport> = {};
-        for (const a of apps.filter((x) => x.line === line)) {
-          mine[a.app] = { status: a.status ?? 'RUNNING', deployed_by_worker_client_id: RELEASE_LINES[line].worker, ...(a.serviceRegistered !== undefined ? { service_registered: a.serviceRegistered } : {}) };
-        }
-        workers[line].setApps(mine);
+        const mine = apps.filter((x) => x.line === line);
+        workers[line].setApps(async () => {
+          const live = mine.some((a) => a.status === undefined) ? (await ray.getApplications()).applications : {};
+          const out: Record<string, WorkerAppReport> = {};
+          for (const a of mine) {
+            const status = a.status ?? live[a.app]?.status;
+            if (status === undefined) continue;
+            out[a.app] = { status, deployed_by_worker_client_id: RELEASE_LINES[line].worker, ...(a.serviceRegistered !== undefined ? { service_registered: a.serviceRegistered } : {}) };
+          }
+          return out;
+        });
       }
     },
     async disconnect() {

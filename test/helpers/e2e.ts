@@ -41,7 +41,7 @@ export interface AlertPath {
   /** Names of the alerts the engine has firing (its /api/v1/alerts; not yet routed). */
   firing(): Promise<string[]>;
   /**
-   * How much later than Prometheus this engine evaluates what it sees (vmalert's -rule.evalDelay):
+   * How much later than Prometheus this engine evaluates what it sees (the vmalert rules' eval_delay):
    * a window in which a look-alike must stay silent is extended by it.
    */
   lagMs: number;
@@ -67,8 +67,6 @@ export interface ExtraPathOptions {
   evaluationInterval: string;
   groupWait?: string;
   groupInterval?: string;
-  /** VictoriaMetrics only: its two production delays (30 s) replaced by this. */
-  vmDelay?: string;
 }
 
 /**

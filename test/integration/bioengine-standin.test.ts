@@ -56,10 +56,13 @@ describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () 
   const events: HyphaEvent[] = [];
   const tmp = tmpDir();
   const ids = (app: string) => bioengineServiceIds(WS, WORKER, app);
-  // Serve's view of ZERO's Model, sampled all along: when it last dropped to no RUNNING replica.
+  // Serve's view of ZERO's Model, sampled all along: when it last dropped to no RUNNING replica. A sample is
+  // timed when its request was sent (the state it reads is no older), one at a time: under load the dashboard
+  // answered seconds late, and overlapping answers arrived out of order.
   const modelAtZeroSince: number[] = [];
   let lastRunning = -1;
   let poller: NodeJS.Timeout | undefined;
+  let polling = true;
 
   const services = async () => (await conn.listServices()).filter((s) => s.clientId.startsWith(`${WORKER}-`));
   const running = (a: AppJson | undefined, dep: string) => (a?.deployments[dep]?.replicas ?? []).filter((r) => r.state === 'RUNNING').length;
@@ -81,17 +84,22 @@ describe('BioEngine stand-in behaves like BioEngine 0.16.1 ProxyDeployment', () 
         bioengineApp({ name: PINNED, behaviour: 'upstream', hyphaUrl: hypha.url, tokenFile, initialReplicas: 1, minReplicas: 1, rtc: false, clientIdPrefix: WORKER }),
       ],
     });
-    poller = setInterval(() => {
+    const poll = () => {
+      const sentAt = Date.now();
       ray.getApplications().then((d) => {
         const n = running(d.applications[ZERO], 'Model');
-        if (n === 0 && lastRunning > 0) modelAtZeroSince.push(Date.now());
+        if (n === 0 && lastRunning > 0) modelAtZeroSince.push(sentAt);
         if (d.applications[ZERO]) lastRunning = n;
-      }, () => undefined);
-    }, 500);
+      }, () => undefined).finally(() => {
+        if (polling) poller = setTimeout(poll, 500);
+      });
+    };
+    poll();
   });
 
   afterAll(async () => {
-    clearInterval(poller);
+    polling = false;
+    clearTimeout(poller);
     await stopStandinStack({ ray, hypha, conn, tmp }, [ZERO, NEVER, PINNED]);
   });
 

@@ -204,7 +204,9 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     prom = await startPrometheus({
       scrapeTargets: [
         { job: JOB, targets: [instance], labels: { cluster: TOPOLOGY } },
-        { job: RAY_JOB, targets: [`127.0.0.1:${ray.metricsExportPort}`], labels: { cluster: TOPOLOGY } },
+        // Ray's metrics agent (Python) renders its page in seconds beside two other lanes' stacks: at 1 s its scrapes
+        // timed out and the Ray panels had no data (CI, 2026-12-07). 5 s still gives the 1 m rate window 12 samples.
+        { job: RAY_JOB, targets: [`127.0.0.1:${ray.metricsExportPort}`], labels: { cluster: TOPOLOGY }, scrapeInterval: '5s' },
       ],
       ruleFiles: rules,
       scrapeInterval: '1s',
@@ -294,7 +296,9 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     const counter = async (metric: string) => (await prom.vector(`sum(${metric}{job="${RAY_JOB}",application="${PLAIN_APP}"})`)).map((s) => Number(s.value[1]));
     // The requests of beforeAll are older than the rate window by now: send more, which the panel must show.
     expect(await okRequests('again')).toEqual(Array(OK_REQUESTS).fill(200));
-    await waitFor('the request rate above 0', async () => ((await requests()).get(PLAIN_APP) ?? 0) > 0, 60_000, 1_000);
+    // Ray exports its counters through the metrics agent every few seconds; beside two other lanes' stacks (CI,
+    // 2026-12-07) 60 s did not see them, as with the error counter below.
+    await waitFor('the request rate above 0', async () => ((await requests()).get(PLAIN_APP) ?? 0) > 0, 180_000, 1_000);
     // Before any error: an error rate of exactly 0 (not absent) for the plain app.
     expect((await errors()).get(PLAIN_APP)).toBe(0);
     expect(await counter('ray_serve_num_http_requests_total')).toEqual([2 * OK_REQUESTS]);
@@ -305,7 +309,7 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     const fail = async (n: number) => {
       for (let i = 0; i < n; i++) expect((await ray.request(`/${PLAIN_APP}?fail=1`)).status).toBe(500);
     };
-    const errorsCounted = (n: number) => waitFor(`${n} errored request(s) in Ray's counters`, async () => JSON.stringify(await counter('ray_serve_num_http_error_requests_total')) === `[${n}]`, 60_000, 1_000);
+    const errorsCounted = (n: number) => waitFor(`${n} errored request(s) in Ray's counters`, async () => JSON.stringify(await counter('ray_serve_num_http_error_requests_total')) === `[${n}]`, 180_000, 1_000);
     await fail(1);
     await errorsCounted(1);
     await fail(FAILED_REQUESTS - 1);
@@ -332,7 +336,8 @@ describe('every dashboard query against Prometheus scraping the exporter watchin
     await ray.deploy(serveConfig({ buggyDownscaleS: 2 }));
     worker.setApps(workerReport(false));
     await waitFor(`${BUGGY_APP} missing_scaled_to_zero in Prometheus`, () => registration(BUGGY_APP, 'missing_scaled_to_zero'), 180_000, 1_000);
-    expect(await registration(PINNED_APP, 'registered')).toBe(true);
+    // The pinned app stays registered (a reconnect under load can hide it for a sample: wait, do not read once).
+    await waitFor(`${PINNED_APP} registered`, () => registration(PINNED_APP, 'registered'), 60_000, 1_000);
     await expectFaultData('app-unregistered');
     await waitFor('the overview counts the app', async () => (await notRegisteredStat())[0] === 1, 10_000, 1_000);
   });

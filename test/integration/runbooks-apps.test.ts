@@ -17,7 +17,7 @@ import { adaptConfigToRay, rayAppConfig, ServeAppConfig } from '../harness/ray';
 import { Stack, startStack } from '../harness/stack';
 import { bioengineApp, bioengineServiceIds } from '../helpers/bioengine-apps';
 import { ensureBuilt } from '../helpers/cli';
-import { runStep, StepEnv } from '../helpers/runbook-step';
+import { runStep, StepEnv, StepResult } from '../helpers/runbook-step';
 import { tmpDir } from '../helpers/tmp';
 
 jest.setTimeout(600_000);
@@ -34,6 +34,16 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
   let stopped: number | undefined;
   const ids = () => bioengineServiceIds(WS, WORKER, APP);
   const base = () => ({ app: APP, cluster: 'local', worker: WORKER, client: ids().clientId });
+  /**
+   * A runbook's `check` step, run again until every source answered (exit 0 or 1): "incomplete" (exit 2) says
+   * nothing of the condition. Beside two other lanes at load ~65 Ray's dashboard missed the exporter's 3 s
+   * timeout once while the head proxy was stopped (2026-12-07); an SRE would run it again too.
+   */
+  const completeCheck = (run: () => Promise<StepResult>) =>
+    waitFor('a check with every source read', async () => {
+      const r = await run();
+      return r.code === 2 ? false : r;
+    }, 120_000, 2_000);
 
   const app = (minReplicas?: number): ServeAppConfig => bioengineApp({
     name: APP, behaviour: 'upstream', hyphaUrl: stack.hypha.url, tokenFile: stack.hyphaTokenFile, initialReplicas: 1,
@@ -88,7 +98,7 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
 
   test('HyphaServeAppWillDeregisterAtZero: registered with a deployment at min_replicas 0', async () => {
     await waitFor(`${APP} registered`, async () => (await state(APP)) === 'registered', 240_000, 500);
-    const check = await runStep('hyphaserveappwillderegisteratzero-check', env, base());
+    const check = await completeCheck(() => runStep('hyphaserveappwillderegisteratzero-check', env, base()));
     expect(check.stdout).toMatch(/registered: +yes/);
     const series = await runStep('hyphaserveappwillderegisteratzero-promql', env, base());
     expect(series.queries.map((q) => q.series.length > 0)).toEqual([true, true, true, true]);
@@ -101,7 +111,7 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
 
   test('HyphaServeAppRunningNotRegistered and HyphaServeWorkerAppRunningNotRegistered: idle at zero, deregistered', async () => {
     await waitFor(`${APP} deregistered at zero`, async () => (await state(APP)) === 'missing_scaled_to_zero', 240_000, 500);
-    const check = await runStep('hyphaserveapprunningnotregistered-check', env, base());
+    const check = await completeCheck(() => runStep('hyphaserveapprunningnotregistered-check', env, base()));
     expect(check.code).toBe(1);
     expect(check.stdout).toMatch(/cause: +missing_scaled_to_zero/);
     expect(check.stdout).toMatch(/registered: +NO/);
@@ -122,7 +132,7 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
     expect((await runStep('proxy-log-worker', env, base())).stdout).toMatch(/"status": "RUNNING"/);
     expect((await runStep('worker-python', env, base())).stdout).toMatch(new RegExp(`^RUNNING ${WORKER} `, 'm'));
 
-    const wcheck = await runStep('hyphaserveworkerapprunningnotregistered-check', env, base());
+    const wcheck = await completeCheck(() => runStep('hyphaserveworkerapprunningnotregistered-check', env, base()));
     expect(wcheck.stdout).toContain(`local/${APP}`);
     const wseries = await runStep('hyphaserveworkerapprunningnotregistered-promql', env, base());
     expect(wseries.queries.map((q) => q.series.map((s) => s.value))).toEqual([['1'], ['0'], ['1']]);
@@ -138,7 +148,7 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
     process.kill(pid as number, 'SIGSTOP');
     stopped = pid;
     await waitFor('no proxy ready', async () => (await value('max(hypha_serve_proxy_ready{ray_cluster="local"})')) === '0', 120_000, 500);
-    const nproxy = await runStep('hyphaservenoproxycanwakeapps-check', env, base());
+    const nproxy = await completeCheck(() => runStep('hyphaservenoproxycanwakeapps-check', env, base()));
     expect(nproxy.stdout).toContain('HyphaServeNoProxyCanWakeApps');
     const nseries = await runStep('hyphaservenoproxycanwakeapps-promql', env, base());
     expect(nseries.queries[0].series.map((s) => s.value)).toEqual(['0']);
@@ -146,7 +156,7 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
     const head = { ...base(), 'head-node': '127.0.0.1', 'http-port': String(stack.ray.serveHttpPort) };
     const nsh = await runStep('hyphaservenoproxycanwakeapps-sh', env, head);
     expect(nsh.stdout).toMatch(/"status": "(HEALTHY|UNHEALTHY)"/);
-    const acheck = await runStep('hyphaserveallproxiesunready-check', env, base());
+    const acheck = await completeCheck(() => runStep('hyphaserveallproxiesunready-check', env, base()));
     expect(acheck.stdout).toContain('HyphaServeAllProxiesUnready');
     const aseries = await runStep('hyphaserveallproxiesunready-promql', env, base());
     expect(aseries.queries[0].series.map((s) => s.value)).toEqual(['0']);
@@ -209,7 +219,7 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
     await stack.ray.deploy({ applications: [app(1), ...rayAppConfig('crash-on-start.yaml').applications, pending] });
     await waitFor('crash-on-start failed', async () => (await value('hypha_serve_app_status{app="crash-on-start", status="DEPLOY_FAILED"}')) === '1', 300_000, 1000);
     const crash = { app: 'crash-on-start', cluster: 'local' };
-    const check = await runStep('hyphaserveappunhealthy-check', env, crash);
+    const check = await completeCheck(() => runStep('hyphaserveappunhealthy-check', env, crash));
     expect(check.stdout).toMatch(/Ray status: +DEPLOY_FAILED/);
     const series = await runStep('hyphaserveappunhealthy-promql', env, crash);
     expect(series.queries[0].series.map((s) => s.metric.status)).toEqual(['DEPLOY_FAILED']);
@@ -219,7 +229,7 @@ describe('runbooks of the Serve and BioEngine alerts, run against the real stack
 
     const mis = { app: 'rb-pending', cluster: 'local', deployment: 'Front' };
     await waitFor('rb-pending Front target 1, 0 running', async () => (await value('hypha_serve_deployment_target_replicas{app="rb-pending", deployment="Front"}')) === '1', 120_000, 1000);
-    const mcheck = await runStep('hyphaservedeploymentreplicasmismatch-check', env, mis);
+    const mcheck = await completeCheck(() => runStep('hyphaservedeploymentreplicasmismatch-check', env, mis));
     expect(mcheck.stdout).toContain('local/rb-pending');
     const mseries = await runStep('hyphaservedeploymentreplicasmismatch-promql', env, mis);
     expect(mseries.queries[0].series.map((s) => s.value)).toEqual(['1']);

@@ -3,7 +3,8 @@
 // exporter (in-process, served over HTTP, its state in --storage.path as the runbooks assume). The artifact
 // manager re-registers for real (Hypha restarts without a fixed server id); the steps read the self-healing
 // witness, and the confirmation step reads its release by the exporter itself (canary.self_healing_release,
-// shortened to 8 s here).
+// shortened to 40 s here: long enough that `check` and the reading, two CLI starts, come before it on a loaded
+// 2-core machine, where 8 s ran out between them in CI).
 import fs from 'node:fs';
 import path from 'node:path';
 import { STATE_FILE } from '../../src/snapshot/persisted';
@@ -47,7 +48,7 @@ watched_services:
   - service: ${AM}
     interval: 1s
     timeout: 3s
-    canary: {self_healing_release: 8s}
+    canary: {self_healing_release: 40s}
 `);
     e = exporterWithConfig({ file: config }, { storagePath: storage, logArtifact: 'runbooks-self-healing' });
     e.exporter.start();
@@ -102,7 +103,7 @@ watched_services:
 
     // The fix is to wait: the exporter releases the witness by itself.
     await waitFor('released by itself', async () => seriesValue(await e.scrape(), 'hypha_serve_service_witness_releases_total',
-      { ...S, reason: 'self_healing' }) === 1, 60_000, 200);
+      { ...S, reason: 'self_healing' }) === 1, 90_000, 200);
     const fix = await runStep('hyphaservicecachedproxyselfhealing-confirm-fix', env, { service: AM });
     expect(fix.code).toBe(0);
     expect(fix.stdout).toMatch(/^hypha_serve_service_witness_self_healing\{[^}]*\} 0$/m);

@@ -7,6 +7,7 @@ import YAML from 'yaml';
 import { ensureBuilt, runCli } from '../helpers/cli';
 import { tmpDir } from '../helpers/tmp';
 import { assertPrometheusBinaries, prometheusVersions } from '../harness/prometheus-versions';
+import { assertEngine, engineBinary } from '../harness/engines';
 import { repoRoot } from '../../src/util/repo-root';
 
 jest.setTimeout(120_000);
@@ -31,15 +32,16 @@ describe('hypha-serve-exporter rules', () => {
     // The registration group has alerts only: with both gone, the group goes.
     '  HyphaServeAppRunningNotRegistered: {disabled: true}',
     '  HyphaServeAppWillDeregisterAtZero: {disabled: true}',
+    'vmalert: {latency_offset: 10s}',
     '',
   ].join('\n');
 
-  it('renders recording.yml, alerts.yml and prometheusrule.yaml from the mixin config; promtool loads them', async () => {
+  it('renders recording.yml, alerts.yml, vmalert/ and prometheusrule.yaml from the mixin config; promtool and vmalert load them', async () => {
     const out = path.join(t.dir, 'out');
     const r = await runCli(['rules', '--config', t.write('mixin.yml', mixin), `--out=${out}`]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(fs.readdirSync(out).sort()).toEqual(['alerts.yml', 'prometheusrule.yaml', 'recording.yml']);
+    expect(fs.readdirSync(out).sort()).toEqual(['alerts.yml', 'prometheusrule.yaml', 'recording.yml', 'vmalert']);
     const rules = [...rulesOf(path.join(out, 'recording.yml')), ...rulesOf(path.join(out, 'alerts.yml'))];
     const unhealthy = rules.find((x) => x.alert === 'HyphaServeAppUnhealthy');
     expect(unhealthy).toMatchObject({ for: '20m', labels: { severity: 'critical' } });
@@ -74,6 +76,17 @@ describe('hypha-serve-exporter rules', () => {
       expect(`${v.label}: ${check.stdout}${check.stderr}`).toMatch(/SUCCESS/);
       expect(check.status).toBe(0);
     }
+    // vmalert's copies: the same groups and rules, each group with the user's latency offset; vmalert loads them.
+    for (const f of ['recording.yml', 'alerts.yml']) {
+      type G = { name: string; rules: Rule[] };
+      const prom = (YAML.parse(fs.readFileSync(path.join(out, f), 'utf8')) as { groups: G[] }).groups;
+      const vm = (YAML.parse(fs.readFileSync(path.join(out, 'vmalert', f), 'utf8')) as { groups: G[] }).groups;
+      expect(vm).toEqual(prom.map((g) => ({ ...g, eval_delay: '10s', eval_alignment: false, params: { latency_offset: ['10s'] } })));
+    }
+    assertEngine('victoriametrics');
+    const dry = spawnSync(engineBinary('victoriametrics', 'vmalert'), ['-dryRun', ...['recording.yml', 'alerts.yml'].map((f) => `-rule=${path.join(out, 'vmalert', f)}`)], { encoding: 'utf8', timeout: 60_000 });
+    expect(`${dry.stdout}${dry.stderr}`).not.toMatch(/\bfatal\b/);
+    expect(dry.status).toBe(0);
   });
 
   it('without --config: the shipped pack, byte for byte', async () => {
@@ -84,6 +97,9 @@ describe('hypha-serve-exporter rules', () => {
     expect(fs.readFileSync(path.join(out, 'alerts.yml'), 'utf8')).toBe(fs.readFileSync(path.join(root, 'rules/alerts.yml'), 'utf8'));
     expect(fs.readFileSync(path.join(out, 'recording.yml'), 'utf8')).toBe(fs.readFileSync(path.join(root, 'rules/recording.yml'), 'utf8'));
     expect(fs.readFileSync(path.join(out, 'prometheusrule.yaml'), 'utf8')).toBe(fs.readFileSync(path.join(root, 'deploy/kubernetes/prometheusrule.yaml'), 'utf8'));
+    for (const f of ['recording.yml', 'alerts.yml']) {
+      expect(fs.readFileSync(path.join(out, 'vmalert', f), 'utf8')).toBe(fs.readFileSync(path.join(root, 'rules/vmalert', f), 'utf8'));
+    }
   });
 
   it('a mixin config the model refuses: exit 2 with the file and the key, nothing written', async () => {

@@ -20,8 +20,10 @@
 //     (946684800 s). Input series whose values are Unix times (names ending in `_timestamp_seconds`) are
 //     shifted by that much, and a date an expectation renders from one (`1970-01-01 hh:mm:ss +0000 UTC`,
 //     humanizeTimestamp) is written on 2000-01-01; an age (time() minus such a value) is then the same;
-//   - `rule_files` point at the split copies (vmalert-tool resolves relative ones against the test file,
-//     which moved).
+//   - `rule_files` point at split copies of the vmalert files (rules/vmalert/, the same rules with the
+//     group settings that keep vmalert's pages within its latency offset of Prometheus': eval_delay,
+//     eval_alignment, params.latency_offset; vmalert-tool evaluates at the test's own times whatever they
+//     say); vmalert-tool resolves relative ones against the test file, which moved.
 // vmalert-tool runs with --disableAlertgroupLabel, or every alert gets an `alertgroup` label the
 // expectations lack. Known differences that are NOT translated (a case that meets them fails, and
 // that is a finding about the rules, not the harness): `exp_annotations` are compared exactly (an
@@ -41,6 +43,8 @@ jest.setTimeout(300_000);
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const RULES_DIR = path.join(ROOT, 'rules');
+/** What vmalert loads: the same rules as RULES_DIR's, with vmalert's group settings (mixin/index.ts). */
+const VMALERT_RULES_DIR = path.join(RULES_DIR, 'vmalert');
 const TESTS_DIR = path.join(RULES_DIR, 'tests');
 const AM_CONFIG = path.join(ROOT, 'examples', 'alertmanager.yml');
 
@@ -91,12 +95,12 @@ interface SplitRules {
   order: Array<[string, string[]]>;
 }
 
-/** Split copies of rules/*.yml in dir. */
+/** Split copies of rules/vmalert/*.yml in dir, each standing for the rules/*.yml file of its name. */
 function writeSplitRules(dir: string): SplitRules {
   const copies = new Map<string, string>();
   const order: Array<[string, string[]]> = [];
   for (const f of fs.readdirSync(RULES_DIR).filter((x) => x.endsWith('.yml')).sort()) {
-    const split = splitRuleFile(fs.readFileSync(path.join(RULES_DIR, f), 'utf8'));
+    const split = splitRuleFile(fs.readFileSync(path.join(VMALERT_RULES_DIR, f), 'utf8'));
     const copy = path.join(dir, `split-${f}`);
     fs.writeFileSync(copy, split.text);
     copies.set(path.join(RULES_DIR, f), copy);
@@ -176,9 +180,20 @@ describe('the translation to vmalert-tool', () => {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  test('the vmalert files are the rules/*.yml groups and rules, each group with the vmalert settings only', () => {
+    for (const f of ['recording.yml', 'alerts.yml']) {
+      const prom = parse(fs.readFileSync(path.join(RULES_DIR, f), 'utf8')) as { groups: RuleGroup[] };
+      const vm = parse(fs.readFileSync(path.join(VMALERT_RULES_DIR, f), 'utf8')) as { groups: RuleGroup[] };
+      expect(vm.groups.map((g) => g.name)).toEqual(prom.groups.map((g) => g.name));
+      for (const [i, g] of vm.groups.entries()) {
+        expect({ ...g }).toEqual({ ...prom.groups[i], eval_delay: '5s', eval_alignment: false, params: { latency_offset: ['5s'] } });
+      }
+    }
+  });
+
   test('splits every group into one group per rule, in order, keeping every rule and group field as it is', () => {
     for (const f of ['recording.yml', 'alerts.yml']) {
-      const a = parse(fs.readFileSync(path.join(RULES_DIR, f), 'utf8')) as { groups: RuleGroup[] };
+      const a = parse(fs.readFileSync(path.join(VMALERT_RULES_DIR, f), 'utf8')) as { groups: RuleGroup[] };
       const b = parse(fs.readFileSync(rules.copies.get(path.join(RULES_DIR, f)) ?? '', 'utf8')) as { groups: RuleGroup[] };
       expect(b.groups.every((g) => g.rules.length === 1)).toBe(true);
       expect(b.groups.map((g) => g.rules[0])).toEqual(a.groups.flatMap((g) => g.rules));

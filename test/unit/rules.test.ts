@@ -257,7 +257,7 @@ describe('the mixin generator', () => {
       } finally {
         quiet.mockRestore();
       }
-      expect(fs.readdirSync(out).sort()).toEqual(['alerts.yml', 'prometheusrule.yaml', 'recording.yml']);
+      expect(fs.readdirSync(out).sort()).toEqual(['alerts.yml', 'prometheusrule.yaml', 'recording.yml', 'vmalert']);
       const check = run(VERSIONS[0].promtool, ['check', 'rules', path.join(out, 'recording.yml'), path.join(out, 'alerts.yml')]);
       expect(check.code).toBe(0);
       const doc = parse(fs.readFileSync(path.join(out, 'alerts.yml'), 'utf8')) as { groups: { rules: Record<string, unknown>[] }[] };
