@@ -30,7 +30,7 @@ npm run --silent lint || { rc=1; lint_failed=1; }
 # Integration files mostly wait (for rule `for:` windows, pages, restarts): one file at a time
 # keeps the 2 CI cores about a quarter busy. So three lanes run side by side, each one file at a
 # time, split by their measured durations (test-artifacts/jest-integration-*.json of a local run on 2 cores,
-# 2026-12-07: about 20-23 min each, e2e-incidents 14-19 min). Three files run alone afterwards: the HA pair, whose "exactly once" rests on
+# 2026-12-07 21:30: 14.7 / 19.9 / 17.6 min, e2e-incidents 13 min; two of lane b's files since moved to lane a). Three files run alone afterwards: the HA pair, whose "exactly once" rests on
 # Alertmanager gossip within its peer timeout; the status page in a real browser, which waits for a
 # real Ray to scale a deployment to zero and BioEngine's proxy to deregister (beside two other lanes'
 # Ray clusters on CI's 2 cores it failed in two of three CI runs: a Ray deadline once, the wait once); and the setup
@@ -39,7 +39,7 @@ npm run --silent lint || { rc=1; lint_failed=1; }
 alone=(ha-pair status-page-browser setup-idempotent)
 # Lane b takes every file not listed here (a new file lands there), and every install-* file (they
 # apt-get and build images): lanes a and c list none.
-lane_a=(e2e-incidents services-witness services-providers alertmanager-routing server-id)
+lane_a=(e2e-incidents services-witness services-providers alertmanager-routing server-id worker-identity-warnings hypha-registration-bioengine)
 lane_c=(vmalert-cause page-continuity dashboards-live hypha-registration prometheus-versions runbooks-hypha credentials services-restart ray-serve-exporter runbooks-web ray-harness hypha-faults runbooks-apps hypha-client)
 lanes=(integration-a integration-b integration-c)
 pattern() { local IFS='|'; echo "test/integration/($*)\\.test\\.ts$"; }
