@@ -76,9 +76,11 @@ describe('registration metrics', () => {
 
   it('passes promtool check metrics', async () => {
     const text = await render(snapshot([reg({}), reg({ app: 'we"ird\\\napp' })]));
-    const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hm-')), 'metrics.txt');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-'));
+    const f = path.join(dir, 'metrics.txt');
     fs.writeFileSync(f, text);
     const out = execFileSync('sh', ['-c', `promtool check metrics < ${f} 2>&1; echo rc=$?`]).toString();
+    fs.rmSync(dir, { recursive: true, force: true });
     expect(out.trim()).toBe('rc=0');
   });
 });

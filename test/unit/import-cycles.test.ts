@@ -4,13 +4,23 @@ import path from 'node:path';
 import { findCycles, findFolderCycles, layerViolations } from '../../scripts/check-cycles';
 
 describe('import cycles (npm run check:cycles)', () => {
+  const dirs: string[] = [];
+  const scratch = (): string => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cyc-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterAll(() => {
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
   it('src/ has none, type-only imports included', () => {
     const cycles = findCycles(path.join(__dirname, '..', '..', 'src')).map((c) => c.map((f) => path.relative(process.cwd(), f)));
     expect(cycles).toEqual([]);
   });
 
   it('finds a type-only cycle and a re-export cycle', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cyc-'));
+    const dir = scratch();
     fs.writeFileSync(path.join(dir, 'a.ts'), "import type { B } from './b';\nexport interface A { b?: B }\n");
     fs.writeFileSync(path.join(dir, 'b.ts'), "import type { A } from './a';\nexport interface B { a?: A }\n");
     fs.writeFileSync(path.join(dir, 'c.ts'), "export * from './d';\n");
@@ -26,7 +36,7 @@ describe('import cycles (npm run check:cycles)', () => {
   });
 
   it('finds a folder cycle made of files that form no file cycle, type-only imports included', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cyc-'));
+    const dir = scratch();
     for (const d of ['a', 'b', 'c']) fs.mkdirSync(path.join(dir, d));
     fs.writeFileSync(path.join(dir, 'a', 'x.ts'), "import type { Y } from '../b/y';\nexport type X = Y;\n");
     fs.writeFileSync(path.join(dir, 'b', 'y.ts'), 'export type Y = 1;\n');

@@ -25,9 +25,15 @@ const idle: ServeApp = {
 const exp = new Map([['a', { cluster: 'c', app: 'a', mapping: 'bioengine' as const, workspace: 'ws', clientId: 'p', serviceId: 'a', label: 'ws/p:a' }]]);
 const input = (now: number, startedSeconds: number): TrackerInput => ({ nowSeconds: now, startedSeconds, connectedSeconds: startedSeconds, afterReconnect: false, settleMs: 90_000 });
 
+const dirs: string[] = [];
 function tmp(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'state-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'state-'));
+  dirs.push(dir);
+  return dir;
 }
+afterAll(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
 
 /** What the exporter gathers from the sources' handovers and the registration stage. */
 function savedWith(histories: SavedState['registration'], canaryStale: boolean): SavedState {

@@ -228,9 +228,11 @@ describe('Ray Serve source through the exporter', () => {
     await h.exporter.settled();
     const text = await scrapeText(h.exporter.metrics);
     await h.close();
-    const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pm-')), 'metrics.txt');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pm-'));
+    const f = path.join(dir, 'metrics.txt');
     fs.writeFileSync(f, text);
     const out = execFileSync('sh', ['-c', `promtool check metrics < ${f} 2>&1; echo rc=$?`]).toString();
+    fs.rmSync(dir, { recursive: true, force: true });
     expect(out.trim()).toBe('rc=0');
   });
 
