@@ -180,8 +180,11 @@ export interface WorkerAppReport {
   deployed_by_worker_client_id?: string;
 }
 
-/** What get_app_status answers: fixed, or read when asked (a real worker reads Serve at each call). */
-export type WorkerApps = Record<string, WorkerAppReport> | (() => Promise<Record<string, WorkerAppReport>>);
+/**
+ * What get_app_status answers: fixed, or computed at each call. Computed synchronously: an answer that waits (on
+ * Ray, say) can meet a Hypha that went down meanwhile, and hypha-rpc then rejects its send where nobody catches it.
+ */
+export type WorkerApps = Record<string, WorkerAppReport> | (() => Record<string, WorkerAppReport>);
 
 export interface WorkerStandIn {
   clientId: string;

@@ -82,16 +82,20 @@ export interface ReleaseWorkers {
   workers: Record<ReleaseLine, WorkerStandIn>;
   /**
    * What each line's worker reports from now on: its apps, deployed by itself (the proxy's prefix), with the status
-   * Serve gives each when the worker is asked (an app Serve does not list is left out), unless `status` says otherwise.
+   * Serve last gave each (an app Serve does not list is left out), unless `status` says otherwise.
    */
   report(apps: readonly { app: string; line: ReleaseLine; status?: string; serviceRegistered?: boolean | null }[]): void;
   disconnect(): Promise<void>;
 }
 
+/** How often the release workers read Serve's applications (what they report is at most this old). */
+const SERVE_POLL_MS = 2_000;
+
 /**
  * Both lines' worker stand-ins in the token's workspace, reporting no app until `report`. A worker's get_app_status
- * reports each app's status as `ray`'s Serve gives it at the call (bioengine.md §2.3), so it never says RUNNING for
- * an app Serve is still deploying or has marked UNHEALTHY.
+ * reports each app's status as Serve gives it (bioengine.md §2.3), so it never says RUNNING for an app Serve is
+ * still deploying or has marked UNHEALTHY. The stand-ins read `ray`'s Serve in the background, every
+ * SERVE_POLL_MS, and answer from the latest read at once (WorkerApps says why not at the call).
  */
 export async function startReleaseWorkers(serverUrl: string, token: string, ray: Pick<RayCluster, 'getApplications'>): Promise<ReleaseWorkers> {
   const workers = {} as Record<ReleaseLine, WorkerStandIn>;
@@ -99,16 +103,27 @@ export async function startReleaseWorkers(serverUrl: string, token: string, ray:
     const { worker, version } = RELEASE_LINES[line];
     workers[line] = await startWorkerStandIn({ serverUrl, token, clientId: worker, version, apps: {} });
   }
+  let serve: Record<string, { status: string }> = {};
+  let reading = false;
+  const poll = setInterval(() => {
+    if (reading) return;
+    reading = true;
+    ray.getApplications().then((d) => {
+      serve = d.applications;
+    }, () => undefined).finally(() => {
+      reading = false;
+    });
+  }, SERVE_POLL_MS);
+  poll.unref();
   return {
     workers,
     report(apps) {
       for (const line of Object.keys(RELEASE_LINES) as ReleaseLine[]) {
         const mine = apps.filter((x) => x.line === line);
-        workers[line].setApps(async () => {
-          const live = mine.some((a) => a.status === undefined) ? (await ray.getApplications()).applications : {};
+        workers[line].setApps(() => {
           const out: Record<string, WorkerAppReport> = {};
           for (const a of mine) {
-            const status = a.status ?? live[a.app]?.status;
+            const status = a.status ?? serve[a.app]?.status;
             if (status === undefined) continue;
             out[a.app] = { status, deployed_by_worker_client_id: RELEASE_LINES[line].worker, ...(a.serviceRegistered !== undefined ? { service_registered: a.serviceRegistered } : {}) };
           }
@@ -117,6 +132,7 @@ export async function startReleaseWorkers(serverUrl: string, token: string, ray:
       }
     },
     async disconnect() {
+      clearInterval(poll);
       for (const w of Object.values(workers)) await w.disconnect().catch(() => undefined);
     },
   };
